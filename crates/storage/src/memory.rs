@@ -1,0 +1,1 @@
+//! The embedded MVCC store (being written).

@@ -1,0 +1,307 @@
+//! The values that cross the [`Storage`](crate::Storage) interface.
+
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+/// A store revision (etcd's `mod_revision` / header revision). Always > 0 for real data.
+pub type Revision = i64;
+
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;
+
+/// One key's state at some revision, as etcd's `mvccpb.KeyValue`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct KeyValue {
+    pub key: Bytes,
+    pub value: Bytes,
+    /// Revision of the key's last creation.
+    pub create_revision: Revision,
+    /// Revision of the key's last modification (for a DELETE event: the deletion's revision).
+    pub mod_revision: Revision,
+    /// 1 on creation, +1 on each update, 0 in a delete event's tombstone.
+    pub version: i64,
+}
+
+impl fmt::Debug for KeyValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyValue")
+            .field("key", &String::from_utf8_lossy(&self.key))
+            .field("value_len", &self.value.len())
+            .field("create_revision", &self.create_revision)
+            .field("mod_revision", &self.mod_revision)
+            .field("version", &self.version)
+            .finish()
+    }
+}
+
+/// A key range: one key, or `[start, end)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyRange {
+    pub start: Bytes,
+    /// `None` means the single key `start`.
+    pub end: Option<Bytes>,
+}
+
+impl KeyRange {
+    pub fn key(key: impl Into<Bytes>) -> Self {
+        KeyRange { start: key.into(), end: None }
+    }
+
+    /// Every key that starts with `prefix` (the prefix must not be empty).
+    pub fn prefix(prefix: impl Into<Bytes>) -> Self {
+        let start: Bytes = prefix.into();
+        let end = prefix_end(&start);
+        KeyRange { start, end: Some(end) }
+    }
+
+    /// `[start, end)`.
+    pub fn between(start: impl Into<Bytes>, end: impl Into<Bytes>) -> Self {
+        KeyRange { start: start.into(), end: Some(end.into()) }
+    }
+
+    pub fn contains(&self, key: &[u8]) -> bool {
+        match &self.end {
+            None => key == &self.start[..],
+            // etcd's "\0" range end means "every key >= start".
+            Some(end) if end.as_ref() == b"\0" => key >= &self.start[..],
+            Some(end) => key >= &self.start[..] && key < &end[..],
+        }
+    }
+}
+
+/// The smallest key greater than every key with this prefix (etcd's `GetPrefixRangeEnd`):
+/// the last byte below 0xff incremented, trailing 0xff bytes dropped; `\0` when there is none.
+pub fn prefix_end(prefix: &[u8]) -> Bytes {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.last_mut() {
+        if *last < 0xff {
+            *last += 1;
+            return end.into();
+        }
+        end.pop();
+    }
+    Bytes::from_static(b"\0")
+}
+
+/// A read of one key or a range.
+#[derive(Clone, Debug)]
+pub struct RangeRequest {
+    pub range: KeyRange,
+    /// At most this many key-values (0 = no limit).
+    pub limit: i64,
+    /// Read at this revision (0 = latest).
+    pub revision: Revision,
+    /// Return only `count` (no key-values).
+    pub count_only: bool,
+}
+
+impl RangeRequest {
+    pub fn new(range: KeyRange) -> Self {
+        RangeRequest { range, limit: 0, revision: 0, count_only: false }
+    }
+    pub fn limit(mut self, limit: i64) -> Self {
+        self.limit = limit;
+        self
+    }
+    pub fn at_revision(mut self, revision: Revision) -> Self {
+        self.revision = revision;
+        self
+    }
+    pub fn count_only(mut self) -> Self {
+        self.count_only = true;
+        self
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RangeResponse {
+    /// Key-values in key order.
+    pub kvs: Vec<KeyValue>,
+    /// The revision the read was served at: the requested revision, or the current revision for
+    /// a read of the latest state. (etcd's header always carries the current revision; both
+    /// backends report the read revision here so paging and LIST resourceVersions are right.)
+    pub revision: Revision,
+    /// Number of keys in the whole range, regardless of `limit`.
+    pub count: i64,
+    /// Whether keys beyond `limit` remain.
+    pub more: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteResponse {
+    /// The revision of this write (the new mod revision of the key).
+    pub revision: Revision,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeleteResponse {
+    /// The revision of the deletion.
+    pub revision: Revision,
+    /// The key's value just before the deletion.
+    pub prev: KeyValue,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    Put,
+    Delete,
+}
+
+/// One change to one key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub kind: EventKind,
+    /// The new state. For a delete: a tombstone with only `key` and `mod_revision` (the
+    /// deletion's revision) set, as etcd sends it.
+    pub kv: KeyValue,
+    /// The key's state just before this event; `None` for a creation, or (etcd) when that
+    /// state was already compacted.
+    pub prev: Option<KeyValue>,
+}
+
+impl Event {
+    pub fn revision(&self) -> Revision {
+        self.kv.mod_revision
+    }
+    /// A PUT that created the key (etcd's `IsCreate`).
+    pub fn is_create(&self) -> bool {
+        self.kind == EventKind::Put && self.kv.create_revision == self.kv.mod_revision
+    }
+}
+
+/// What a watch delivers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchResponse {
+    /// One or more complete revisions, in revision order. Events are shared (`Arc`) because a
+    /// store may hand the same event to many watchers.
+    Events(Vec<Arc<Event>>),
+    /// Every event up to and including this revision has been delivered.
+    Progress(Revision),
+    /// The watch's next revision was compacted away; carries the compaction revision. Nothing
+    /// follows: the caller must relist.
+    Compacted(Revision),
+}
+
+/// A watch of a key range.
+#[derive(Clone, Debug)]
+pub struct WatchRequest {
+    pub range: KeyRange,
+    /// First revision to deliver (inclusive); 0 = the current revision + 1.
+    pub start_revision: Revision,
+    /// Ask for periodic progress notifications while no events arrive.
+    pub progress_notify: bool,
+}
+
+impl WatchRequest {
+    pub fn new(range: KeyRange, start_revision: Revision) -> Self {
+        WatchRequest { range, start_revision, progress_notify: false }
+    }
+    pub fn with_progress_notify(mut self) -> Self {
+        self.progress_notify = true;
+        self
+    }
+}
+
+/// A running watch. Dropping it cancels it.
+pub struct Watch {
+    stream: Box<dyn WatchStream>,
+    progress: ProgressRequester,
+}
+
+impl Watch {
+    pub fn new(stream: Box<dyn WatchStream>, progress: ProgressRequester) -> Self {
+        Watch { stream, progress }
+    }
+
+    /// The next response; `None` when the watch has ended for good (the store shut down, or
+    /// after a [`WatchResponse::Compacted`]). Errors are terminal too.
+    pub async fn next(&mut self) -> Option<Result<WatchResponse>> {
+        self.stream.next().await
+    }
+
+    /// A handle that asks this watch for a progress notification; it can be used while another
+    /// task awaits [`Watch::next`].
+    pub fn progress_requester(&self) -> ProgressRequester {
+        self.progress.clone()
+    }
+}
+
+/// The backend half of a [`Watch`].
+#[async_trait::async_trait]
+pub trait WatchStream: Send {
+    async fn next(&mut self) -> Option<Result<WatchResponse>>;
+}
+
+/// Asks a watch for a progress notification ("as soon as possible"; the backend retries until
+/// one is delivered).
+#[derive(Clone)]
+pub struct ProgressRequester(Arc<dyn Fn() + Send + Sync>);
+
+impl ProgressRequester {
+    pub fn new(f: impl Fn() + Send + Sync + 'static) -> Self {
+        ProgressRequester(Arc::new(f))
+    }
+    pub fn request(&self) {
+        (self.0)()
+    }
+}
+
+/// Which backend answers, for feature gates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendVersion {
+    /// `"memory"` or `"etcd"`.
+    pub backend: &'static str,
+    /// The version string the backend reports (etcd's `status().version()`).
+    pub version: String,
+}
+
+impl BackendVersion {
+    /// `(major, minor, patch)` of an etcd version string; `None` if it does not parse.
+    pub fn semver(&self) -> Option<(u64, u64, u64)> {
+        let mut parts = self.version.trim_start_matches('v').split(['.', '-', '+']);
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next()?.parse().ok()?;
+        let patch = parts.next()?.parse().ok()?;
+        Some((major, minor, patch))
+    }
+
+    /// Whether progress requests are answered reliably, kube-apiserver's gate
+    /// (`feature_support_checker.go`): etcd >= 3.4.31 and not in [3.5.0, 3.5.13). The memory
+    /// store always supports them. Consistent reads from the watch cache and streaming lists
+    /// depend on it.
+    pub fn supports_request_watch_progress(&self) -> bool {
+        if self.backend == "memory" {
+            return true;
+        }
+        match self.semver() {
+            Some(v) => v >= (3, 4, 31) && !((3, 5, 0) <= v && v < (3, 5, 13)),
+            None => false,
+        }
+    }
+}
+
+/// Errors every backend reports the same way.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StorageError {
+    #[error("key not found")]
+    NotFound,
+    #[error("key already exists")]
+    AlreadyExists,
+    /// The key's mod revision is not the expected one. `current` is its state now (`None` if it
+    /// does not exist), read in the same transaction.
+    #[error("revision mismatch")]
+    Conflict { current: Option<KeyValue> },
+    /// The requested revision is below the compaction revision.
+    #[error("mvcc: required revision has been compacted (compacted at {compact_revision})")]
+    Compacted { compact_revision: Revision },
+    /// The requested revision is above the current revision.
+    #[error("mvcc: required revision is a future revision (current {current_revision})")]
+    FutureRevision { current_revision: Revision },
+    /// The write is larger than [`MAX_REQUEST_BYTES`](crate::MAX_REQUEST_BYTES).
+    #[error("request is too large: {size} bytes, limit {limit}")]
+    ValueTooLarge { size: usize, limit: usize },
+    /// The backend cannot be reached or has failed; the operation may or may not have applied.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+}
