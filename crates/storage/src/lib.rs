@@ -30,6 +30,20 @@ use async_trait::async_trait;
 /// value together exceed it, so an object that fits in one fits in the other.
 pub const MAX_REQUEST_BYTES: usize = 1536 * 1024;
 
+/// Bytes a write may add on top of its key and value before etcd counts it against
+/// [`MAX_REQUEST_BYTES`] (the transaction's compare, put and else-get around them).
+const REQUEST_OVERHEAD_BYTES: usize = 1024;
+
+/// Refuses a write that etcd would refuse as too large; both backends call it first, so the
+/// limit is the same whichever one is in use.
+pub fn check_request_size(key: &[u8], value: &[u8]) -> Result<()> {
+    let size = key.len() * 2 + value.len() + REQUEST_OVERHEAD_BYTES;
+    if size > MAX_REQUEST_BYTES {
+        return Err(StorageError::ValueTooLarge { size: key.len() + value.len(), limit: MAX_REQUEST_BYTES - REQUEST_OVERHEAD_BYTES });
+    }
+    Ok(())
+}
+
 /// The storage interface: etcd v3 semantics, one key per write.
 #[async_trait]
 pub trait Storage: Send + Sync + 'static {
