@@ -2,5 +2,12 @@
 //! `k8s.io/apimachinery` that listwatch needs, written for JSON objects.
 
 pub mod continue_token;
+pub mod object;
+pub mod registry;
 pub mod selector;
+pub mod status;
 pub mod validation;
+
+pub use object::Object;
+pub use registry::{Registry, Resource};
+pub use status::{ApiError, GroupResource, Status};

@@ -1,0 +1,388 @@
+//! The resource registry: every resource the server serves, described as data.
+//!
+//! Adding a resource is one entry in [`BUILTIN`]. Everything the server does per resource
+//! (routing, discovery, OpenAPI, storage keys, field selectors, printing, subresources, the
+//! watch cache) reads it from here.
+
+use crate::validation::NameRule;
+
+/// A subresource a resource offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subresource {
+    /// `/status`: writes change only `.status`; the main resource ignores `.status`.
+    Status,
+    /// `/scale`: an autoscaling/v1 `Scale` view of `.spec.replicas`.
+    Scale,
+}
+
+impl Subresource {
+    pub fn name(self) -> &'static str {
+        match self {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+        }
+    }
+}
+
+/// How a printer column's cell is computed (server-side printing, `as=Table`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cell {
+    Name,
+    Age,
+    /// A value at a dotted path in the object (`status.phase`), or `<none>`.
+    Path(&'static str),
+    /// Number of keys of a map at a path plus those of a second one (configmaps: data + binaryData).
+    MapLen(&'static str, &'static str),
+    PodReady,
+    PodStatus,
+    PodRestarts,
+    /// `ready/desired` of a Deployment or ReplicaSet.
+    ReadyOfDesired,
+    /// `status.phase` of a Namespace.
+    NamespaceStatus,
+    /// Ports of a Service / Endpoints.
+    ServicePorts,
+    EndpointsAddresses,
+    /// A Node's Ready condition.
+    NodeStatus,
+    /// Roles of a Node from its labels.
+    NodeRoles,
+    SecretDataCount,
+}
+
+/// One column of the table kubectl prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrinterColumn {
+    pub name: &'static str,
+    /// OpenAPI type: `string`, `integer`, `date`...
+    pub type_: &'static str,
+    pub format: &'static str,
+    pub description: &'static str,
+    /// 0 = shown by default; 1 = only with `-o wide`.
+    pub priority: i32,
+    pub cell: Cell,
+}
+
+const fn col(name: &'static str, type_: &'static str, cell: Cell) -> PrinterColumn {
+    PrinterColumn { name, type_, format: "", description: "", priority: 0, cell }
+}
+
+const NAME: PrinterColumn = PrinterColumn {
+    name: "Name",
+    type_: "string",
+    format: "name",
+    description: "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
+    priority: 0,
+    cell: Cell::Name,
+};
+const AGE: PrinterColumn = PrinterColumn {
+    name: "Age",
+    type_: "string",
+    format: "",
+    description: "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+    priority: 0,
+    cell: Cell::Age,
+};
+
+/// A resource served by the API.
+#[derive(Debug)]
+pub struct Resource {
+    /// API group (`""` for core).
+    pub group: &'static str,
+    pub version: &'static str,
+    /// Plural, lower-case: the URL segment (`pods`).
+    pub plural: &'static str,
+    pub singular: &'static str,
+    pub kind: &'static str,
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    pub namespaced: bool,
+    /// Discovery verbs.
+    pub verbs: &'static [&'static str],
+    pub subresources: &'static [Subresource],
+    /// Key prefix under the storage root, as kube-apiserver lays it out (no group for built-in
+    /// resources; special prefixes for services, endpoints, nodes).
+    pub storage_prefix: &'static str,
+    /// Field selectors this kind supports besides `metadata.name` / `metadata.namespace`.
+    pub selectable_fields: &'static [&'static str],
+    pub printer_columns: &'static [PrinterColumn],
+    /// DELETE answers with the object (pods, serviceaccounts) rather than a `Status`.
+    pub delete_returns_object: bool,
+    pub name_rule: NameRule,
+    /// Served from the watch cache by default (`events` is not, as upstream).
+    pub watch_cache: bool,
+    /// Objects of this kind have a graceful-deletion period (pods).
+    pub graceful_deletion: bool,
+    /// The protobuf message for this kind, when it has a schema.
+    pub protobuf: Option<&'static str>,
+}
+
+const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const NO_COLLECTION_DELETE: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
+
+impl Resource {
+    /// `v1` or `apps/v1`.
+    pub fn group_version(&self) -> String {
+        if self.group.is_empty() { self.version.to_string() } else { format!("{}/{}", self.group, self.version) }
+    }
+
+    /// The `apiVersion` of objects of this kind.
+    pub fn api_version(&self) -> String {
+        self.group_version()
+    }
+
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+
+    pub fn group_resource(&self) -> crate::status::GroupResource {
+        crate::status::GroupResource::new(self.group, self.plural)
+    }
+
+    pub fn has_subresource(&self, sub: Subresource) -> bool {
+        self.subresources.contains(&sub)
+    }
+
+    pub fn has_verb(&self, verb: &str) -> bool {
+        self.verbs.contains(&verb)
+    }
+
+    /// Whether `field` may be used in a field selector on this kind.
+    pub fn is_selectable(&self, field: &str) -> bool {
+        field == "metadata.name" || field == "metadata.namespace" || self.selectable_fields.contains(&field)
+    }
+
+    /// The storage key prefix of the whole collection, ending in `/`, under `root`.
+    pub fn collection_prefix(&self, root: &str) -> String {
+        format!("{}/{}/", root.trim_end_matches('/'), self.storage_prefix)
+    }
+
+    /// The storage key prefix of one namespace's objects (or the whole collection), ending in `/`.
+    pub fn namespace_prefix(&self, root: &str, namespace: Option<&str>) -> String {
+        match namespace {
+            Some(ns) if self.namespaced => format!("{}{ns}/", self.collection_prefix(root)),
+            _ => self.collection_prefix(root),
+        }
+    }
+
+    /// The storage key of one object.
+    pub fn object_key(&self, root: &str, namespace: Option<&str>, name: &str) -> String {
+        format!("{}{name}", self.namespace_prefix(root, namespace))
+    }
+}
+
+macro_rules! resource {
+    ($($field:ident: $value:expr),* $(,)?) => {
+        Resource {
+            $($field: $value,)*
+            ..DEFAULTS
+        }
+    };
+}
+
+const DEFAULTS: Resource = Resource {
+    group: "",
+    version: "v1",
+    plural: "",
+    singular: "",
+    kind: "",
+    short_names: &[],
+    categories: &[],
+    namespaced: true,
+    verbs: ALL_VERBS,
+    subresources: &[],
+    storage_prefix: "",
+    selectable_fields: &[],
+    printer_columns: &[NAME, AGE],
+    delete_returns_object: false,
+    name_rule: NameRule::Subdomain,
+    watch_cache: true,
+    graceful_deletion: false,
+    protobuf: None,
+};
+
+/// The resources listwatch serves.
+pub static BUILTIN: &[Resource] = &[
+    resource! {
+        plural: "namespaces", singular: "namespace", kind: "Namespace", short_names: &["ns"],
+        namespaced: false, verbs: NO_COLLECTION_DELETE, subresources: &[Subresource::Status],
+        storage_prefix: "namespaces", selectable_fields: &["status.phase"],
+        printer_columns: &[NAME, col("Status", "string", Cell::NamespaceStatus), AGE],
+        name_rule: NameRule::Label, protobuf: Some("Namespace"),
+    },
+    resource! {
+        plural: "pods", singular: "pod", kind: "Pod", short_names: &["po"], categories: &["all"],
+        subresources: &[Subresource::Status], storage_prefix: "pods",
+        selectable_fields: &[
+            "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+            "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName",
+        ],
+        printer_columns: &[
+            NAME,
+            col("Ready", "string", Cell::PodReady),
+            col("Status", "string", Cell::PodStatus),
+            col("Restarts", "string", Cell::PodRestarts),
+            AGE,
+            PrinterColumn { priority: 1, ..col("IP", "string", Cell::Path("status.podIP")) },
+            PrinterColumn { priority: 1, ..col("Node", "string", Cell::Path("spec.nodeName")) },
+        ],
+        delete_returns_object: true, graceful_deletion: true,
+    },
+    resource! {
+        plural: "configmaps", singular: "configmap", kind: "ConfigMap", short_names: &["cm"],
+        storage_prefix: "configmaps",
+        printer_columns: &[NAME, col("Data", "integer", Cell::MapLen("data", "binaryData")), AGE],
+        protobuf: Some("ConfigMap"),
+    },
+    resource! {
+        plural: "secrets", singular: "secret", kind: "Secret", storage_prefix: "secrets",
+        selectable_fields: &["type"],
+        printer_columns: &[NAME, col("Type", "string", Cell::Path("type")), col("Data", "string", Cell::SecretDataCount), AGE],
+        protobuf: Some("Secret"),
+    },
+    resource! {
+        plural: "services", singular: "service", kind: "Service", short_names: &["svc"], categories: &["all"],
+        subresources: &[Subresource::Status], storage_prefix: "services/specs",
+        printer_columns: &[
+            NAME,
+            col("Type", "string", Cell::Path("spec.type")),
+            col("Cluster-IP", "string", Cell::Path("spec.clusterIP")),
+            col("Ports", "string", Cell::ServicePorts),
+            AGE,
+        ],
+        name_rule: NameRule::Dns1035Label,
+    },
+    resource! {
+        plural: "endpoints", singular: "endpoints", kind: "Endpoints", short_names: &["ep"],
+        storage_prefix: "services/endpoints",
+        printer_columns: &[NAME, col("Endpoints", "string", Cell::EndpointsAddresses), AGE],
+    },
+    resource! {
+        plural: "events", singular: "event", kind: "Event", short_names: &["ev"], storage_prefix: "events",
+        selectable_fields: &[
+            "involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
+            "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
+            "reason", "reportingComponent", "source", "type",
+        ],
+        watch_cache: false, protobuf: Some("Event"),
+    },
+    resource! {
+        plural: "nodes", singular: "node", kind: "Node", short_names: &["no"], namespaced: false,
+        subresources: &[Subresource::Status], storage_prefix: "minions",
+        selectable_fields: &["spec.unschedulable"],
+        printer_columns: &[
+            NAME,
+            col("Status", "string", Cell::NodeStatus),
+            col("Roles", "string", Cell::NodeRoles),
+            AGE,
+            col("Version", "string", Cell::Path("status.nodeInfo.kubeletVersion")),
+        ],
+    },
+    resource! {
+        plural: "serviceaccounts", singular: "serviceaccount", kind: "ServiceAccount", short_names: &["sa"],
+        storage_prefix: "serviceaccounts", delete_returns_object: true, protobuf: Some("ServiceAccount"),
+    },
+    resource! {
+        group: "apps", plural: "deployments", singular: "deployment", kind: "Deployment",
+        short_names: &["deploy"], categories: &["all"],
+        subresources: &[Subresource::Status, Subresource::Scale], storage_prefix: "deployments",
+        printer_columns: &[
+            NAME,
+            col("Ready", "string", Cell::ReadyOfDesired),
+            col("Up-to-date", "string", Cell::Path("status.updatedReplicas")),
+            col("Available", "string", Cell::Path("status.availableReplicas")),
+            AGE,
+        ],
+    },
+    resource! {
+        group: "apps", plural: "replicasets", singular: "replicaset", kind: "ReplicaSet",
+        short_names: &["rs"], categories: &["all"],
+        subresources: &[Subresource::Status, Subresource::Scale], storage_prefix: "replicasets",
+        selectable_fields: &["status.replicas"],
+        printer_columns: &[
+            NAME,
+            col("Desired", "integer", Cell::Path("spec.replicas")),
+            col("Current", "integer", Cell::Path("status.replicas")),
+            col("Ready", "integer", Cell::Path("status.readyReplicas")),
+            AGE,
+        ],
+    },
+    resource! {
+        group: "coordination.k8s.io", plural: "leases", singular: "lease", kind: "Lease",
+        storage_prefix: "leases",
+        printer_columns: &[NAME, col("Holder", "string", Cell::Path("spec.holderIdentity")), AGE],
+        protobuf: Some("Lease"),
+    },
+];
+
+/// Looks resources up by group, version and plural.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Registry;
+
+impl Registry {
+    pub fn resources(&self) -> &'static [Resource] {
+        BUILTIN
+    }
+
+    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
+        BUILTIN.iter().find(|r| r.group == group && r.version == version && r.plural == plural)
+    }
+
+    pub fn find_kind(&self, group: &str, kind: &str) -> Option<&'static Resource> {
+        BUILTIN.iter().find(|r| r.group == group && r.kind == kind)
+    }
+
+    /// The resource whose collection prefix `key` falls under (for a storage key read back).
+    pub fn for_storage_key(&self, root: &str, key: &str) -> Option<&'static Resource> {
+        BUILTIN.iter().find(|r| key.starts_with(&r.collection_prefix(root)))
+    }
+
+    /// Groups in discovery order (core first), each with its versions.
+    pub fn groups(&self) -> Vec<(&'static str, Vec<&'static str>)> {
+        let mut groups: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
+        for r in BUILTIN {
+            match groups.iter_mut().find(|(g, _)| *g == r.group) {
+                Some((_, versions)) if !versions.contains(&r.version) => versions.push(r.version),
+                Some(_) => {}
+                None => groups.push((r.group, vec![r.version])),
+            }
+        }
+        groups
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_keys_follow_kube_apiserver() {
+        let reg = Registry;
+        let pods = reg.find("", "v1", "pods").unwrap();
+        assert_eq!(pods.object_key("/registry", Some("default"), "nginx"), "/registry/pods/default/nginx");
+        let deploy = reg.find("apps", "v1", "deployments").unwrap();
+        assert_eq!(deploy.object_key("/registry", Some("default"), "web"), "/registry/deployments/default/web");
+        let svc = reg.find("", "v1", "services").unwrap();
+        assert_eq!(svc.collection_prefix("/registry"), "/registry/services/specs/");
+        let nodes = reg.find("", "v1", "nodes").unwrap();
+        assert_eq!(nodes.object_key("/registry", None, "n1"), "/registry/minions/n1");
+    }
+
+    #[test]
+    fn a_prefix_never_matches_a_longer_resource_name() {
+        // `/registry/pods/` must not cover `/registry/podtemplates/...`.
+        let reg = Registry;
+        assert!(reg.for_storage_key("/registry", "/registry/podtemplates/default/x").is_none());
+        assert_eq!(reg.for_storage_key("/registry", "/registry/pods/default/x").unwrap().plural, "pods");
+        // Services and endpoints share `services/` but not a prefix.
+        assert_eq!(reg.for_storage_key("/registry", "/registry/services/endpoints/ns/a").unwrap().plural, "endpoints");
+    }
+
+    #[test]
+    fn every_resource_is_complete() {
+        for r in BUILTIN {
+            assert!(!r.plural.is_empty() && !r.kind.is_empty() && !r.storage_prefix.is_empty(), "{r:?}");
+            assert!(r.printer_columns.first().is_some_and(|c| c.cell == Cell::Name));
+        }
+    }
+}

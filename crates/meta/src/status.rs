@@ -1,0 +1,318 @@
+//! `metav1.Status` and the API errors built from it.
+//!
+//! Every failure the server answers is one of these, with the HTTP code, `reason`, message
+//! and details kube-apiserver would send (k8s.io/apimachinery `pkg/api/errors/errors.go`), so
+//! clients that branch on `reason` or on `details.causes` behave as against a real cluster.
+
+use serde::{Deserialize, Serialize};
+
+/// A `metav1.Status` object.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub kind: String,
+    pub api_version: String,
+    pub metadata: StatusListMeta,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<StatusDetails>,
+    #[serde(default)]
+    pub code: u16,
+}
+
+/// The list metadata a Status carries (only `continue` is ever set, on an expired continue).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatusListMeta {
+    #[serde(rename = "continue", default, skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusDetails {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<StatusCause>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retry_after_seconds: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// One cause of an error: for 422s, a field and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StatusCause {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub field: String,
+}
+
+impl StatusCause {
+    pub fn new(reason: &str, message: impl Into<String>, field: &str) -> Self {
+        StatusCause { reason: reason.into(), message: message.into(), field: field.into() }
+    }
+}
+
+impl Status {
+    /// A `Success` status (what DELETE answers for most kinds).
+    pub fn success(details: Option<StatusDetails>) -> Status {
+        Status {
+            kind: "Status".into(),
+            api_version: "v1".into(),
+            metadata: StatusListMeta::default(),
+            status: Some("Success".into()),
+            message: String::new(),
+            reason: String::new(),
+            details,
+            code: 0,
+        }
+    }
+
+    fn failure(code: u16, reason: &str, message: impl Into<String>, details: Option<StatusDetails>) -> Status {
+        Status {
+            kind: "Status".into(),
+            api_version: "v1".into(),
+            metadata: StatusListMeta::default(),
+            status: Some("Failure".into()),
+            message: message.into(),
+            reason: reason.into(),
+            details,
+            code,
+        }
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a Status always serializes")
+    }
+}
+
+/// `resource` or `resource.group`, as kube names a resource in messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupResource {
+    pub group: String,
+    pub resource: String,
+}
+
+impl GroupResource {
+    pub fn new(group: &str, resource: &str) -> Self {
+        GroupResource { group: group.into(), resource: resource.into() }
+    }
+}
+
+impl std::fmt::Display for GroupResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group.is_empty() { write!(f, "{}", self.resource) } else { write!(f, "{}.{}", self.resource, self.group) }
+    }
+}
+
+/// An error answered as a Status: its HTTP code is `status.code`.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{} ({}): {}", .0.code, .0.reason, .0.message)]
+pub struct ApiError(pub Box<Status>);
+
+impl ApiError {
+    fn new(code: u16, reason: &str, message: impl Into<String>, details: Option<StatusDetails>) -> ApiError {
+        ApiError(Box::new(Status::failure(code, reason, message, details)))
+    }
+
+    pub fn code(&self) -> u16 {
+        self.0.code
+    }
+
+    pub fn reason(&self) -> &str {
+        &self.0.reason
+    }
+
+    pub fn status(&self) -> &Status {
+        &self.0
+    }
+
+    /// Seconds to put in `Retry-After`, if any.
+    pub fn retry_after(&self) -> Option<u32> {
+        self.0.details.as_ref().map(|d| d.retry_after_seconds).filter(|&s| s > 0)
+    }
+
+    fn details(gr: &GroupResource, name: &str) -> Option<StatusDetails> {
+        Some(StatusDetails { name: name.into(), group: gr.group.clone(), kind: gr.resource.clone(), ..Default::default() })
+    }
+
+    /// 404 `<resource> "<name>" not found`.
+    pub fn not_found(gr: &GroupResource, name: &str) -> ApiError {
+        ApiError::new(404, "NotFound", format!("{gr} \"{name}\" not found"), Self::details(gr, name))
+    }
+
+    /// 404 for a path that names no resource.
+    pub fn not_found_path() -> ApiError {
+        ApiError::new(404, "NotFound", "the server could not find the requested resource", Some(StatusDetails::default()))
+    }
+
+    /// 409 `<resource> "<name>" already exists`.
+    pub fn already_exists(gr: &GroupResource, name: &str) -> ApiError {
+        ApiError::new(409, "AlreadyExists", format!("{gr} \"{name}\" already exists"), Self::details(gr, name))
+    }
+
+    /// 409 `Operation cannot be fulfilled on <resource> "<name>": <why>`.
+    pub fn conflict(gr: &GroupResource, name: &str, why: &str) -> ApiError {
+        ApiError::new(409, "Conflict", format!("Operation cannot be fulfilled on {gr} \"{name}\": {why}"), Self::details(gr, name))
+    }
+
+    /// The optimistic-lock conflict of an update with a stale resourceVersion.
+    pub fn modified_conflict(gr: &GroupResource, name: &str) -> ApiError {
+        Self::conflict(
+            gr,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 422 `<Kind>[.group] "<name>" is invalid: <field>: <detail>, ...`. `kind` is the kind
+    /// (`Pod`), or `ListOptions` with group `meta.k8s.io` for invalid list options.
+    pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<StatusCause>) -> ApiError {
+        let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
+        let summary = causes
+            .iter()
+            .map(|c| if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) })
+            .collect::<Vec<_>>();
+        let summary = match summary.len() {
+            0 => String::new(),
+            1 => format!(": {}", summary[0]),
+            _ => format!(": [{}]", summary.join(", ")),
+        };
+        let details = StatusDetails { name: name.into(), group: group.into(), kind: kind.into(), causes, ..Default::default() };
+        ApiError::new(422, "Invalid", format!("{qualified} \"{name}\" is invalid{summary}"), Some(details))
+    }
+
+    /// 400 with a message.
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(400, "BadRequest", message, None)
+    }
+
+    /// 403 `<resource> "<name>" is forbidden: <why>`.
+    pub fn forbidden(gr: &GroupResource, name: &str, why: &str) -> ApiError {
+        ApiError::new(403, "Forbidden", format!("{gr} \"{name}\" is forbidden: {why}"), Self::details(gr, name))
+    }
+
+    /// 405 `<verb> is not supported on resources of kind "<resource>"` (kube's wording).
+    pub fn method_not_supported(gr: &GroupResource, action: &str) -> ApiError {
+        let details = StatusDetails { group: gr.group.clone(), kind: gr.resource.clone(), ..Default::default() };
+        ApiError::new(405, "MethodNotAllowed", format!("{action} is not supported on resources of kind \"{gr}\""), Some(details))
+    }
+
+    /// 406 for an `Accept` the server cannot produce.
+    pub fn not_acceptable(message: impl Into<String>) -> ApiError {
+        ApiError::new(406, "NotAcceptable", message, None)
+    }
+
+    /// 410 `Expired` (a resourceVersion or continue token too old).
+    pub fn expired(message: impl Into<String>) -> ApiError {
+        ApiError::new(410, "Expired", message, None)
+    }
+
+    /// 413 for a body or a value that is too large.
+    pub fn request_entity_too_large(message: impl Into<String>) -> ApiError {
+        ApiError::new(413, "RequestEntityTooLarge", format!("Request entity too large: {}", message.into()), None)
+    }
+
+    /// 415 for a request body type the server does not read.
+    pub fn unsupported_media_type(content_type: &str) -> ApiError {
+        ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf{}", if content_type.is_empty() { String::new() } else { format!(" (got {content_type:?})") }), None)
+    }
+
+    /// 429 with `Retry-After`.
+    pub fn too_many_requests(message: impl Into<String>, retry_after_seconds: u32) -> ApiError {
+        let details = StatusDetails { retry_after_seconds, ..Default::default() };
+        ApiError::new(429, "TooManyRequests", message, Some(details))
+    }
+
+    /// 504 `Timeout: Too large resource version: <requested>, current: <current>` with the
+    /// `ResourceVersionTooLarge` cause clients detect it by (`retry_after` 1 from the watch
+    /// cache, 0 from storage).
+    pub fn too_large_resource_version(requested: i64, current: i64, retry_after_seconds: u32) -> ApiError {
+        let details = StatusDetails {
+            causes: vec![StatusCause::new("ResourceVersionTooLarge", "Too large resource version", "")],
+            retry_after_seconds,
+            ..Default::default()
+        };
+        ApiError::new(504, "Timeout", format!("Timeout: Too large resource version: {requested}, current: {current}"), Some(details))
+    }
+
+    /// 504 for a request that did not finish in time.
+    pub fn timeout(message: impl Into<String>, retry_after_seconds: u32) -> ApiError {
+        let details = StatusDetails { retry_after_seconds, ..Default::default() };
+        ApiError::new(504, "Timeout", message, Some(details))
+    }
+
+    /// 500: only for the server's own failures, never for a client's mistake.
+    pub fn internal(message: impl std::fmt::Display) -> ApiError {
+        let details = StatusDetails {
+            causes: vec![StatusCause::new("UnexpectedServerResponse", message.to_string(), "")],
+            ..Default::default()
+        };
+        ApiError::new(500, "InternalError", format!("Internal error occurred: {message}"), Some(details))
+    }
+
+    /// 503 when storage cannot be reached.
+    pub fn service_unavailable(message: impl Into<String>) -> ApiError {
+        ApiError::new(503, "ServiceUnavailable", message, None)
+    }
+
+    /// Adds a continue token to the Status's list metadata (the expired-continue 410).
+    pub fn with_continue(mut self, token: String) -> ApiError {
+        self.0.metadata.continue_token = Some(token);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conflict_matches_kube_apiserver() {
+        let e = ApiError::modified_conflict(&GroupResource::new("", "configmaps"), "foo");
+        let json: serde_json::Value = serde_json::from_slice(&e.status().to_json()).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+             "message":"Operation cannot be fulfilled on configmaps \"foo\": the object has been modified; please apply your changes to the latest version and try again",
+             "reason":"Conflict","details":{"name":"foo","kind":"configmaps"},"code":409})
+        );
+    }
+
+    #[test]
+    fn invalid_list_options() {
+        let e = ApiError::invalid(
+            "meta.k8s.io",
+            "ListOptions",
+            "",
+            vec![StatusCause::new("FieldValueForbidden", "Forbidden: sendInitialEvents is forbidden for list", "sendInitialEvents")],
+        );
+        assert_eq!(e.code(), 422);
+        assert_eq!(e.status().message, "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list");
+    }
+
+    #[test]
+    fn too_large_resource_version_has_the_cause_and_retry() {
+        let e = ApiError::too_large_resource_version(100, 90, 1);
+        assert_eq!(e.retry_after(), Some(1));
+        assert_eq!(e.status().message, "Timeout: Too large resource version: 100, current: 90");
+        assert_eq!(e.status().details.as_ref().unwrap().causes[0].reason, "ResourceVersionTooLarge");
+    }
+}

@@ -1,0 +1,818 @@
+//! The watch cache of one resource (kube-apiserver's `Cacher` + `watchCache`).
+//!
+//! One task per resource owns the storage watch. It lists the collection, then applies every
+//! storage event to the current objects and to a window of recent events, and dispatches it to
+//! the registered client watchers:
+//!
+//! 1. each interested watcher gets the event by a non-blocking send into its bounded queue;
+//! 2. watchers whose queue is full are waited for together, for at most the time budget
+//!    (`budget.rs`); those still full when it runs out are closed (their clients re-watch from
+//!    their last resourceVersion) and counted.
+//!
+//! The window keeps at least `window` of history, up to `max_events`; a watch from before it
+//! gets 410. Storage progress notifications advance the cache's resourceVersion without
+//! events, so bookmarks and consistent reads move while a resource is quiet; while someone
+//! waits for the cache to catch up, the task asks storage for progress every
+//! `progress_request_period`. If storage reports compaction past the cache (or its watch fails
+//! for good), the cache ends every client watch, relists, and starts again; requests that need
+//! it meanwhile get 429 "storage is (re)initializing".
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use listwatch_meta::{ApiError, Object, Resource};
+use listwatch_storage::{
+    EventKind, KeyRange, ProgressRequester, RangeRequest, Revision, Storage, StorageError,
+    WatchRequest, WatchResponse, prefix_end,
+};
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::{Notify, mpsc, watch};
+
+use crate::budget::TimeBudget;
+use crate::event::{CacheEvent, ChangeKind, Predicate};
+use crate::watcher::{CacheWatcher, Queued, WatchStart, WatcherOptions};
+
+/// Settings of every watch cache (kube-apiserver's defaults).
+#[derive(Clone, Debug)]
+pub struct WatchCacheConfig {
+    /// Keep at least this much history (`--watch-cache-window`, kube's `EventsHistoryWindow`).
+    pub window: Duration,
+    /// Keep at least this many events regardless of age (kube's lower bound capacity).
+    pub min_events: usize,
+    /// Never keep more events than this.
+    pub max_events: usize,
+    /// Capacity of each watcher's queue (kube: about one second of history, 10 to 100).
+    pub watcher_queue: usize,
+    /// A watcher that asked for bookmarks gets one this often (kube: 1 minute).
+    pub bookmark_interval: Duration,
+    /// How often the bookmark timer looks for due watchers (kube: ~1 s).
+    pub bookmark_tick: Duration,
+    /// Most time dispatch waits for blocked watchers at once (kube: 100 ms)...
+    pub blocked_budget_max: Duration,
+    /// ...and how much of it comes back per second (kube: 50 ms).
+    pub blocked_budget_refill: Duration,
+    /// How long a request waits for the cache to reach a resourceVersion (kube: 3 s).
+    pub freshness_timeout: Duration,
+    /// While someone waits, storage is asked for progress this often (kube: 100 ms).
+    pub progress_request_period: Duration,
+    /// Page size of the initial list (kube: 10,000).
+    pub list_page_size: i64,
+    /// Wait between failed attempts to list or watch storage.
+    pub retry_backoff: Duration,
+}
+
+impl Default for WatchCacheConfig {
+    fn default() -> Self {
+        WatchCacheConfig {
+            window: Duration::from_secs(75),
+            min_events: 100,
+            max_events: 100 * 1024,
+            watcher_queue: 100,
+            bookmark_interval: Duration::from_secs(60),
+            bookmark_tick: Duration::from_secs(1),
+            blocked_budget_max: Duration::from_millis(100),
+            blocked_budget_refill: Duration::from_millis(50),
+            freshness_timeout: Duration::from_secs(3),
+            progress_request_period: Duration::from_millis(100),
+            list_page_size: 10_000,
+            retry_backoff: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Why the cache cannot answer.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum CacheError {
+    /// Initializing or relisting: 429 with this Retry-After.
+    #[error("storage is (re)initializing")]
+    NotReady { retry_after_seconds: u32 },
+    /// The requested resourceVersion is older than the window: 410.
+    #[error("too old resource version: {requested} ({oldest})")]
+    TooOld { requested: i64, oldest: i64 },
+    /// The cache did not reach the resourceVersion in time: 504 (Retry-After 1).
+    #[error("Too large resource version: {requested}, current: {current}")]
+    TooLargeResourceVersion { requested: i64, current: i64 },
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+impl CacheError {
+    /// The Status kube-apiserver answers for this error.
+    pub fn to_api_error(&self) -> ApiError {
+        match self {
+            CacheError::NotReady {
+                retry_after_seconds,
+            } => ApiError::too_many_requests("storage is (re)initializing", *retry_after_seconds),
+            CacheError::TooOld { requested, oldest } => {
+                ApiError::expired(format!("too old resource version: {requested} ({oldest})"))
+            }
+            CacheError::TooLargeResourceVersion { requested, current } => {
+                ApiError::too_large_resource_version(*requested, *current, 1)
+            }
+            CacheError::Storage(e) => ApiError::service_unavailable(e.to_string()),
+        }
+    }
+}
+
+/// A list served from the cache.
+pub struct CacheList {
+    pub items: Vec<Arc<Object>>,
+    pub resource_version: i64,
+}
+
+/// Figures for metrics.
+#[derive(Clone, Debug, Default)]
+pub struct WatchCacheStats {
+    pub objects: usize,
+    pub window_events: usize,
+    /// Oldest resourceVersion a watch can start from (0 when not ready).
+    pub window_oldest_resource_version: i64,
+    pub resource_version: i64,
+    pub registered_watchers: usize,
+    pub terminated_watchers: u64,
+    pub relists: u64,
+    pub undecodable_objects: u64,
+    pub ready: bool,
+}
+
+/// The watch cache of one resource. Cheap to clone.
+#[derive(Clone)]
+pub struct WatchCache {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) resource: &'static Resource,
+    prefix: Bytes,
+    storage: Arc<dyn Storage>,
+    pub(crate) config: WatchCacheConfig,
+    state: RwLock<State>,
+    watchers: Mutex<Watchers>,
+    /// The last resourceVersion the cache has processed.
+    rv_tx: watch::Sender<i64>,
+    /// `None` while ready; the time it went down otherwise.
+    down_since: Mutex<Option<Instant>>,
+    progress: Mutex<Option<ProgressRequester>>,
+    /// How many requests wait for the cache to catch up (they want progress requests).
+    waiting: AtomicUsize,
+    progress_wanted: Notify,
+    reset: Notify,
+    budget: Mutex<TimeBudget>,
+    terminated: AtomicU64,
+    relists: AtomicU64,
+    undecodable: AtomicU64,
+}
+
+struct State {
+    /// Storage key → current object.
+    objects: BTreeMap<Bytes, Arc<Object>>,
+    window: VecDeque<Arc<CacheEvent>>,
+    resource_version: i64,
+    list_resource_version: i64,
+    evicted_since_list: bool,
+}
+
+#[derive(Default)]
+struct Watchers {
+    next_id: u64,
+    registered: HashMap<u64, Registered>,
+}
+
+struct Registered {
+    namespace: Option<String>,
+    tx: mpsc::Sender<Queued>,
+    /// When the next bookmark is due (`None`: no bookmarks, or past the last one).
+    next_bookmark: Option<Instant>,
+    deadline: Instant,
+}
+
+impl WatchCache {
+    /// Starts the cache of `resource`, whose objects live under `prefix` in `storage`.
+    pub fn start(
+        resource: &'static Resource,
+        prefix: String,
+        storage: Arc<dyn Storage>,
+        config: WatchCacheConfig,
+    ) -> WatchCache {
+        let budget = TimeBudget::new(config.blocked_budget_max, config.blocked_budget_refill);
+        let inner = Arc::new(Inner {
+            resource,
+            prefix: Bytes::from(prefix),
+            storage,
+            config,
+            state: RwLock::new(State {
+                objects: BTreeMap::new(),
+                window: VecDeque::new(),
+                resource_version: 0,
+                list_resource_version: 0,
+                evicted_since_list: false,
+            }),
+            watchers: Mutex::default(),
+            rv_tx: watch::channel(0).0,
+            down_since: Mutex::new(Some(Instant::now())),
+            progress: Mutex::new(None),
+            waiting: AtomicUsize::new(0),
+            progress_wanted: Notify::new(),
+            reset: Notify::new(),
+            budget: Mutex::new(budget),
+            terminated: AtomicU64::new(0),
+            relists: AtomicU64::new(0),
+            undecodable: AtomicU64::new(0),
+        });
+        tokio::spawn(run(Arc::downgrade(&inner)));
+        WatchCache { inner }
+    }
+
+    pub fn resource(&self) -> &'static Resource {
+        self.inner.resource
+    }
+
+    /// The newest resourceVersion the cache has processed.
+    pub fn resource_version(&self) -> i64 {
+        *self.inner.rv_tx.borrow()
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.inner.down_since.lock().is_none()
+    }
+
+    /// Waits until the cache is ready (for startup; requests get 429 instead).
+    pub async fn wait_ready(&self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut rx = self.inner.rv_tx.subscribe();
+        loop {
+            if self.is_ready() {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, rx.changed())
+                .await
+                .is_err()
+            {
+                return self.is_ready();
+            }
+        }
+    }
+
+    /// Waits (up to the freshness timeout, asking storage for progress) until the cache has
+    /// processed `resource_version`.
+    pub async fn wait_until_fresh(&self, resource_version: i64) -> Result<(), CacheError> {
+        self.inner.wait_until_fresh(resource_version).await
+    }
+
+    /// Storage's current revision, then a wait until the cache has it: what a consistent read
+    /// from the cache needs (kube's consistent reads from cache). Errors when the cache does
+    /// not catch up in time; the caller then reads storage instead.
+    pub async fn wait_consistent(&self) -> Result<i64, CacheError> {
+        let current = self.inner.storage.current_revision().await?;
+        self.inner.wait_until_fresh(current).await?;
+        Ok(current)
+    }
+
+    /// The objects of one namespace (or all) that match, in key order, at the cache's
+    /// resourceVersion, after waiting for it to reach `min_resource_version` if given.
+    pub async fn list(
+        &self,
+        namespace: Option<&str>,
+        min_resource_version: Option<i64>,
+        predicate: Option<&Predicate>,
+    ) -> Result<CacheList, CacheError> {
+        self.inner.check_ready()?;
+        if let Some(rv) = min_resource_version {
+            self.inner.wait_until_fresh(rv).await?;
+        }
+        let state = self.inner.state.read();
+        let items = self
+            .inner
+            .objects_in(&state, namespace)
+            .filter(|o| predicate.is_none_or(|p| p(o)))
+            .cloned()
+            .collect();
+        Ok(CacheList {
+            items,
+            resource_version: state
+                .resource_version
+                .max(min_resource_version.unwrap_or(0)),
+        })
+    }
+
+    /// One object, after waiting for the cache to reach `min_resource_version`.
+    pub async fn get(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        min_resource_version: i64,
+    ) -> Result<Option<Arc<Object>>, CacheError> {
+        self.inner.check_ready()?;
+        self.inner.wait_until_fresh(min_resource_version).await?;
+        let key = self.inner.key_of(namespace, name);
+        Ok(self.inner.state.read().objects.get(key.as_bytes()).cloned())
+    }
+
+    /// Starts a client watch.
+    pub async fn watch(&self, options: WatcherOptions) -> Result<CacheWatcher, CacheError> {
+        self.inner.check_ready()?;
+        let inner = &self.inner;
+        // Where to start, after any wait the start mode needs.
+        let wait_for = match &options.start {
+            WatchStart::Consistent { .. } => Some(inner.storage.current_revision().await?),
+            WatchStart::NotOlderThan {
+                resource_version, ..
+            } => Some(*resource_version),
+            WatchStart::Exact(_) | WatchStart::Any { .. } => None,
+        };
+        if let Some(rv) = wait_for {
+            inner.wait_until_fresh(rv).await?;
+        }
+        let (tx, rx) = mpsc::channel(inner.config.watcher_queue.max(1));
+        // Snapshot and registration under the state lock, so every event after the snapshot
+        // reaches the queue (the watcher drops queued events at or below its start).
+        let state = inner.state.read();
+        let (start_rv, initial) = match &options.start {
+            WatchStart::Exact(rv) => {
+                let oldest = inner.oldest_resource_version(&state);
+                if *rv < oldest {
+                    return Err(CacheError::TooOld {
+                        requested: *rv,
+                        oldest,
+                    });
+                }
+                let events: Vec<Arc<CacheEvent>> = state
+                    .window
+                    .iter()
+                    .filter(|e| e.resource_version > *rv)
+                    .cloned()
+                    .collect();
+                (*rv, crate::watcher::Initial::Events(events))
+            }
+            WatchStart::Any { initial_events }
+            | WatchStart::Consistent { initial_events }
+            | WatchStart::NotOlderThan { initial_events, .. } => {
+                let objects = if *initial_events {
+                    inner
+                        .objects_in(&state, options.namespace.as_deref())
+                        .cloned()
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                (
+                    state.resource_version,
+                    crate::watcher::Initial::Objects(objects),
+                )
+            }
+        };
+        let id = {
+            let mut watchers = inner.watchers.lock();
+            watchers.next_id += 1;
+            let id = watchers.next_id;
+            let next_bookmark = options
+                .bookmarks
+                .then(|| next_bookmark_time(&inner.config, Instant::now(), options.deadline))
+                .flatten();
+            watchers.registered.insert(
+                id,
+                Registered {
+                    namespace: options.namespace.clone(),
+                    tx,
+                    next_bookmark,
+                    deadline: options.deadline,
+                },
+            );
+            id
+        };
+        drop(state);
+        Ok(CacheWatcher::new(
+            inner.clone(),
+            id,
+            options,
+            start_rv,
+            initial,
+            rx,
+        ))
+    }
+
+    /// Ends every client watch of this resource (debug API; clients re-watch).
+    pub fn drop_watchers(&self) -> usize {
+        self.inner.terminate_all_watchers()
+    }
+
+    /// Throws the cache away and relists (debug API): watchers end, and watches from before
+    /// the relist get 410.
+    pub fn reset(&self) {
+        self.inner.reset.notify_one();
+    }
+
+    pub fn stats(&self) -> WatchCacheStats {
+        let inner = &self.inner;
+        let ready = self.is_ready();
+        let state = inner.state.read();
+        WatchCacheStats {
+            objects: state.objects.len(),
+            window_events: state.window.len(),
+            window_oldest_resource_version: if ready {
+                inner.oldest_resource_version(&state)
+            } else {
+                0
+            },
+            resource_version: state.resource_version,
+            registered_watchers: inner.watchers.lock().registered.len(),
+            terminated_watchers: inner.terminated.load(Ordering::Relaxed),
+            relists: inner.relists.load(Ordering::Relaxed),
+            undecodable_objects: inner.undecodable.load(Ordering::Relaxed),
+            ready,
+        }
+    }
+}
+
+/// kube's `nextBookmarkTime`: a minute from now, or 2 s before the deadline if sooner;
+/// none once that is past.
+fn next_bookmark_time(
+    config: &WatchCacheConfig,
+    now: Instant,
+    deadline: Instant,
+) -> Option<Instant> {
+    let before_deadline = deadline.checked_sub(Duration::from_secs(2))?;
+    if before_deadline <= now {
+        return None;
+    }
+    Some((now + config.bookmark_interval).min(before_deadline))
+}
+
+impl Inner {
+    fn check_ready(&self) -> Result<(), CacheError> {
+        match *self.down_since.lock() {
+            None => Ok(()),
+            // kube's Retry-After while (re)initializing: e^(0.06 * downtime), 1 to 30 s.
+            Some(since) => {
+                let secs = (0.06 * since.elapsed().as_secs_f64())
+                    .exp()
+                    .clamp(1.0, 30.0);
+                Err(CacheError::NotReady {
+                    retry_after_seconds: secs as u32,
+                })
+            }
+        }
+    }
+
+    /// The storage key of one object: the collection prefix, the namespace, the name.
+    fn key_of(&self, namespace: Option<&str>, name: &str) -> String {
+        let prefix = String::from_utf8_lossy(&self.prefix);
+        match namespace.filter(|_| self.resource.namespaced) {
+            Some(ns) => format!("{prefix}{ns}/{name}"),
+            None => format!("{prefix}{name}"),
+        }
+    }
+
+    fn objects_in<'a>(
+        &'a self,
+        state: &'a State,
+        namespace: Option<&str>,
+    ) -> Box<dyn Iterator<Item = &'a Arc<Object>> + 'a> {
+        match namespace.filter(|_| self.resource.namespaced) {
+            None => Box::new(state.objects.values()),
+            Some(ns) => {
+                let mut start = self.prefix.to_vec();
+                start.extend_from_slice(ns.as_bytes());
+                start.push(b'/');
+                let end = prefix_end(&start).to_vec();
+                Box::new(
+                    state
+                        .objects
+                        .range::<[u8], _>((Bound::Included(&start[..]), Bound::Excluded(&end[..])))
+                        .map(|(_, o)| o),
+                )
+            }
+        }
+    }
+
+    /// The oldest resourceVersion a watch may start from: the list's revision if nothing was
+    /// evicted since, else one below the oldest event kept.
+    fn oldest_resource_version(&self, state: &State) -> i64 {
+        if !state.evicted_since_list {
+            return state.list_resource_version;
+        }
+        state
+            .window
+            .front()
+            .map_or(state.resource_version, |e| e.resource_version - 1)
+    }
+
+    async fn wait_until_fresh(&self, resource_version: i64) -> Result<(), CacheError> {
+        let mut rx = self.rv_tx.subscribe();
+        if *rx.borrow_and_update() >= resource_version {
+            return Ok(());
+        }
+        struct Waiting<'a>(&'a AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        let _waiting = Waiting(&self.waiting);
+        self.progress_wanted.notify_one();
+        let reached = tokio::time::timeout(
+            self.config.freshness_timeout,
+            rx.wait_for(|rv| *rv >= resource_version),
+        )
+        .await;
+        match reached {
+            Ok(Ok(_)) => Ok(()),
+            _ => Err(CacheError::TooLargeResourceVersion {
+                requested: resource_version,
+                current: *self.rv_tx.borrow(),
+            }),
+        }
+    }
+
+    pub(crate) fn unregister(&self, id: u64) {
+        self.watchers.lock().registered.remove(&id);
+    }
+
+    fn terminate_all_watchers(&self) -> usize {
+        let removed = std::mem::take(&mut self.watchers.lock().registered);
+        removed.len()
+    }
+
+    fn set_ready(&self, ready: bool) {
+        let mut down = self.down_since.lock();
+        match (ready, down.is_some()) {
+            (true, _) => *down = None,
+            (false, false) => *down = Some(Instant::now()),
+            (false, true) => {}
+        }
+        drop(down);
+        // Wake `wait_ready`.
+        self.rv_tx.send_modify(|_| {});
+    }
+
+    /// Lists the collection at one revision, in pages, and replaces the cache with it.
+    async fn relist(&self) -> Result<Revision, StorageError> {
+        let end = prefix_end(&self.prefix);
+        let mut start = self.prefix.clone();
+        let mut revision = 0;
+        let mut objects = BTreeMap::new();
+        loop {
+            let page = self
+                .storage
+                .range(
+                    RangeRequest::new(KeyRange::between(start.clone(), end.clone()))
+                        .limit(self.config.list_page_size)
+                        .at_revision(revision),
+                )
+                .await?;
+            revision = page.revision;
+            for kv in &page.kvs {
+                match Object::from_storage(self.resource, &kv.value, kv.mod_revision) {
+                    Ok(o) => {
+                        objects.insert(kv.key.clone(), Arc::new(o));
+                    }
+                    Err(e) => self.undecodable(&kv.key, &e),
+                }
+            }
+            match (page.more, page.kvs.last()) {
+                (true, Some(last)) => {
+                    let mut next = last.key.to_vec();
+                    next.push(0);
+                    start = Bytes::from(next);
+                }
+                _ => break,
+            }
+        }
+        let mut state = self.state.write();
+        state.objects = objects;
+        state.window.clear();
+        state.resource_version = revision;
+        state.list_resource_version = revision;
+        state.evicted_since_list = false;
+        drop(state);
+        self.rv_tx.send_replace(revision);
+        self.relists.fetch_add(1, Ordering::Relaxed);
+        Ok(revision)
+    }
+
+    fn undecodable(&self, key: &[u8], error: &listwatch_meta::object::DecodeError) {
+        self.undecodable.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(key = %String::from_utf8_lossy(key), %error, "skipping a stored value that cannot be decoded");
+    }
+
+    /// Applies a batch of storage events; returns the cache events to dispatch, in order.
+    fn apply(&self, events: &[Arc<listwatch_storage::Event>]) -> Vec<Arc<CacheEvent>> {
+        let mut out = Vec::with_capacity(events.len());
+        let mut state = self.state.write();
+        for event in events {
+            let key = &event.kv.key;
+            let prev = state.objects.get(key).cloned();
+            let change = match event.kind {
+                EventKind::Put => match Object::from_storage(
+                    self.resource,
+                    &event.kv.value,
+                    event.kv.mod_revision,
+                ) {
+                    Ok(object) => {
+                        let object = Arc::new(object);
+                        state.objects.insert(key.clone(), object.clone());
+                        let kind = if prev.is_some() {
+                            ChangeKind::Modified
+                        } else {
+                            ChangeKind::Added
+                        };
+                        Some(CacheEvent::new(kind, object, prev))
+                    }
+                    Err(e) => {
+                        self.undecodable(key, &e);
+                        None
+                    }
+                },
+                // A deletion of something the cache never held (it could not be decoded) is
+                // invisible to clients.
+                EventKind::Delete => prev.map(|prev| {
+                    state.objects.remove(key);
+                    let last =
+                        Arc::new(prev.with_resource_version(self.resource, event.kv.mod_revision));
+                    CacheEvent::new(ChangeKind::Deleted, last, Some(prev))
+                }),
+            };
+            state.resource_version = event.kv.mod_revision;
+            if let Some(change) = change {
+                let change = Arc::new(change);
+                state.window.push_back(change.clone());
+                out.push(change);
+            }
+        }
+        self.evict(&mut state);
+        let rv = state.resource_version;
+        drop(state);
+        self.rv_tx.send_replace(rv);
+        out
+    }
+
+    fn evict(&self, state: &mut State) {
+        let now = Instant::now();
+        while let Some(oldest) = state.window.front() {
+            let too_many = state.window.len() > self.config.max_events;
+            let too_old = state.window.len() > self.config.min_events
+                && now - oldest.recorded_at > self.config.window;
+            if !too_many && !too_old {
+                break;
+            }
+            state.window.pop_front();
+            state.evicted_since_list = true;
+        }
+    }
+
+    fn advance_to(&self, revision: Revision) {
+        let mut state = self.state.write();
+        if revision > state.resource_version {
+            state.resource_version = revision;
+            drop(state);
+            self.rv_tx.send_replace(revision);
+        }
+    }
+
+    /// Sends `event` to every interested watcher; waits for blocked ones within the budget
+    /// and closes those that stay blocked.
+    async fn dispatch(&self, event: &Arc<CacheEvent>) {
+        let mut blocked = Vec::new();
+        {
+            let mut watchers = self.watchers.lock();
+            let mut gone = Vec::new();
+            for (&id, w) in &watchers.registered {
+                if w.namespace
+                    .as_deref()
+                    .is_some_and(|ns| ns != event.object.namespace())
+                {
+                    continue;
+                }
+                match w.tx.try_send(Queued::Event(event.clone())) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(_)) => blocked.push((id, w.tx.clone())),
+                    Err(mpsc::error::TrySendError::Closed(_)) => gone.push(id),
+                }
+            }
+            for id in gone {
+                watchers.registered.remove(&id);
+            }
+        }
+        if blocked.is_empty() {
+            return;
+        }
+        let budget = self.budget.lock().take_available();
+        let deadline = tokio::time::Instant::now() + budget;
+        let waits = blocked.iter().map(|(_, tx)| async move {
+            match tokio::time::timeout_at(deadline, tx.reserve()).await {
+                Ok(Ok(permit)) => {
+                    permit.send(Queued::Event(event.clone()));
+                    true
+                }
+                _ => false,
+            }
+        });
+        let delivered = futures::future::join_all(waits).await;
+        self.budget
+            .lock()
+            .return_unused(deadline.saturating_duration_since(tokio::time::Instant::now()));
+        let mut watchers = self.watchers.lock();
+        for ((id, _), ok) in blocked.iter().zip(delivered) {
+            if !ok && watchers.registered.remove(id).is_some() {
+                self.terminated.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(
+                    resource = self.resource.plural,
+                    "closing a watcher that does not keep up"
+                );
+            }
+        }
+    }
+
+    /// Gives due watchers a bookmark at the cache's resourceVersion (skipped if their queue is
+    /// full, as kube does).
+    fn send_bookmarks(&self) {
+        let rv = *self.rv_tx.borrow();
+        let now = Instant::now();
+        let mut watchers = self.watchers.lock();
+        for w in watchers.registered.values_mut() {
+            let Some(due) = w.next_bookmark else { continue };
+            if due > now {
+                continue;
+            }
+            if w.tx.try_send(Queued::Bookmark(rv)).is_ok() {
+                w.next_bookmark = next_bookmark_time(&self.config, now, w.deadline);
+            }
+        }
+    }
+}
+
+/// The cache's task: list, watch, apply and dispatch; relist when the watch ends.
+async fn run(inner: std::sync::Weak<Inner>) {
+    loop {
+        let Some(cache) = inner.upgrade() else { return };
+        cache.set_ready(false);
+        cache.terminate_all_watchers();
+        let listed = match cache.relist().await {
+            Ok(rv) => rv,
+            Err(e) => {
+                tracing::warn!(resource = cache.resource.plural, error = %e, "watch cache cannot list storage; retrying");
+                let backoff = cache.config.retry_backoff;
+                drop(cache);
+                tokio::time::sleep(backoff).await;
+                continue;
+            }
+        };
+        let request = WatchRequest::new(KeyRange::prefix(cache.prefix.clone()), listed + 1)
+            .with_progress_notify();
+        let storage_watch = match cache.storage.watch(request).await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!(resource = cache.resource.plural, error = %e, "watch cache cannot watch storage; retrying");
+                let backoff = cache.config.retry_backoff;
+                drop(cache);
+                tokio::time::sleep(backoff).await;
+                continue;
+            }
+        };
+        *cache.progress.lock() = Some(storage_watch.progress_requester());
+        cache.set_ready(true);
+        let reason = follow(&cache, storage_watch).await;
+        tracing::info!(
+            resource = cache.resource.plural,
+            reason,
+            "watch cache relists"
+        );
+    }
+}
+
+/// Follows the storage watch until it ends; returns why.
+async fn follow(cache: &Arc<Inner>, mut storage_watch: listwatch_storage::Watch) -> &'static str {
+    let mut bookmarks = tokio::time::interval(cache.config.bookmark_tick);
+    bookmarks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut progress = tokio::time::interval(cache.config.progress_request_period);
+    progress.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let requester = storage_watch.progress_requester();
+    loop {
+        let waiting = cache.waiting.load(Ordering::Acquire) > 0;
+        tokio::select! {
+            response = storage_watch.next() => match response {
+                Some(Ok(WatchResponse::Events(events))) => {
+                    for event in cache.apply(&events) {
+                        cache.dispatch(&event).await;
+                    }
+                }
+                Some(Ok(WatchResponse::Progress(revision))) => cache.advance_to(revision),
+                Some(Ok(WatchResponse::Compacted(_))) => return "storage compacted past the cache",
+                Some(Err(e)) => {
+                    tracing::warn!(resource = cache.resource.plural, error = %e, "storage watch failed");
+                    return "the storage watch failed";
+                }
+                None => return "the storage watch ended",
+            },
+            _ = bookmarks.tick() => cache.send_bookmarks(),
+            _ = progress.tick(), if waiting => requester.request(),
+            _ = cache.progress_wanted.notified() => requester.request(),
+            _ = cache.reset.notified() => return "reset through the debug API",
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! What a client watch delivers, and the events the cache keeps.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use listwatch_meta::{ApiError, Object, Resource};
+
+/// One event for one client watch, ready to encode.
+#[derive(Clone, Debug)]
+pub enum WatchEvent {
+    Added(Arc<Object>),
+    Modified(Arc<Object>),
+    /// The last state, with `metadata.resourceVersion` set to the deletion's revision (or,
+    /// when the object stopped matching the watch's selector, the update's revision).
+    Deleted(Arc<Object>),
+    /// Progress: every event up to `resource_version` has been sent. `initial_events_end`
+    /// marks the end of the initial events of a streaming list.
+    Bookmark {
+        resource_version: i64,
+        initial_events_end: bool,
+    },
+    /// A terminal error (sent as an ERROR event carrying the Status, then the stream ends).
+    Error(ApiError),
+}
+
+impl WatchEvent {
+    /// The resourceVersion a client resumes from after this event.
+    pub fn resource_version(&self) -> Option<i64> {
+        match self {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
+                Some(o.resource_version())
+            }
+            WatchEvent::Bookmark {
+                resource_version, ..
+            } => Some(*resource_version),
+            WatchEvent::Error(_) => None,
+        }
+    }
+}
+
+/// Which objects a watch or list wants (label and field selectors, compiled by the caller).
+pub type Predicate = Arc<dyn Fn(&Object) -> bool + Send + Sync>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// A change the cache has applied, shared by every watcher it is dispatched to.
+#[derive(Debug)]
+pub(crate) struct CacheEvent {
+    pub kind: ChangeKind,
+    /// The new state; for a deletion, the last state stamped with the deletion's revision.
+    pub object: Arc<Object>,
+    /// The state before (for updates and deletions), with its own resourceVersion.
+    pub prev: Option<Arc<Object>>,
+    pub resource_version: i64,
+    pub recorded_at: Instant,
+    /// `prev` stamped with this event's revision: the DELETED a selector watch sees when an
+    /// update makes the object stop matching. Made once, on first need.
+    prev_at_this_revision: OnceLock<Arc<Object>>,
+}
+
+impl CacheEvent {
+    pub fn new(kind: ChangeKind, object: Arc<Object>, prev: Option<Arc<Object>>) -> CacheEvent {
+        CacheEvent {
+            kind,
+            resource_version: object.resource_version(),
+            object,
+            prev,
+            recorded_at: Instant::now(),
+            prev_at_this_revision: OnceLock::new(),
+        }
+    }
+
+    /// The event as a watcher with `matches` sees it (kube's `convertToWatchEvent`): updates
+    /// that make an object start matching are ADDED, stop matching are DELETED (carrying the
+    /// previous state at this revision), neither are dropped.
+    pub fn for_watcher(
+        &self,
+        resource: &Resource,
+        matches: Option<&Predicate>,
+    ) -> Option<WatchEvent> {
+        let Some(matches) = matches else {
+            return Some(match self.kind {
+                ChangeKind::Added => WatchEvent::Added(self.object.clone()),
+                ChangeKind::Modified => WatchEvent::Modified(self.object.clone()),
+                ChangeKind::Deleted => WatchEvent::Deleted(self.object.clone()),
+            });
+        };
+        match self.kind {
+            ChangeKind::Added => {
+                matches(&self.object).then(|| WatchEvent::Added(self.object.clone()))
+            }
+            // The deleted object is the last state: it decides.
+            ChangeKind::Deleted => {
+                let last = self.prev.as_ref().unwrap_or(&self.object);
+                matches(last).then(|| WatchEvent::Deleted(self.object.clone()))
+            }
+            ChangeKind::Modified => {
+                let now = matches(&self.object);
+                let before = self.prev.as_ref().is_some_and(|p| matches(p));
+                match (before, now) {
+                    (true, true) => Some(WatchEvent::Modified(self.object.clone())),
+                    (false, true) => Some(WatchEvent::Added(self.object.clone())),
+                    (true, false) => {
+                        let prev = self.prev.as_ref().expect("matched before");
+                        let stamped = self.prev_at_this_revision.get_or_init(|| {
+                            Arc::new(prev.with_resource_version(resource, self.resource_version))
+                        });
+                        Some(WatchEvent::Deleted(stamped.clone()))
+                    }
+                    (false, false) => None,
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! Watches as kube-apiserver serves them, on top of storage.
+//!
+//! Two paths, as upstream has:
+//!
+//! * [`WatchCache`] (the default): one storage watch per resource, started from a list; it
+//!   keeps the current objects and a window of recent events, answers cache-allowed LISTs, and
+//!   fans every event out to its client watchers through bounded queues (kube-apiserver's
+//!   `Cacher`). A watcher that cannot keep up within a shared time budget is closed.
+//! * [`direct`] (uncached): each client watch is its own storage watch, proxied straight
+//!   through like kube-apiserver's etcd3 watcher.
+//!
+//! Both produce the same [`WatchEvent`]s; the encoding and transport layers above never know
+//! which path served them.
+
+mod budget;
+mod cache;
+pub mod direct;
+mod event;
+mod watcher;
+
+pub use cache::{CacheError, CacheList, WatchCache, WatchCacheConfig, WatchCacheStats};
+pub use event::{Predicate, WatchEvent};
+pub use watcher::{CacheWatcher, WatchStart, WatcherOptions};
