@@ -39,7 +39,10 @@ const REQUEST_OVERHEAD_BYTES: usize = 1024;
 pub fn check_request_size(key: &[u8], value: &[u8]) -> Result<()> {
     let size = key.len() * 2 + value.len() + REQUEST_OVERHEAD_BYTES;
     if size > MAX_REQUEST_BYTES {
-        return Err(StorageError::ValueTooLarge { size: key.len() + value.len(), limit: MAX_REQUEST_BYTES - REQUEST_OVERHEAD_BYTES });
+        return Err(StorageError::ValueTooLarge {
+            size: key.len() + value.len(),
+            limit: MAX_REQUEST_BYTES - REQUEST_OVERHEAD_BYTES,
+        });
     }
     Ok(())
 }

@@ -140,8 +140,10 @@ async fn snapshots_replace_the_log_and_restore_history() {
     // Wait (bounded) for the snapshot writer to remove the old segment.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let names: Vec<String> =
-            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         if names.iter().any(|n| n.ends_with(".snap")) && names.iter().filter(|n| n.ends_with(".log")).count() == 1 {
             break;
         }
@@ -160,10 +162,8 @@ async fn snapshots_replace_the_log_and_restore_history() {
     let history_after = store.range(RangeRequest::new(KeyRange::prefix("/s/")).at_revision(revs[160])).await.unwrap();
     assert_eq!(history_after.kvs, history_before.kvs);
     // A watch from the compaction revision replays the same events as before the restart.
-    let mut watch = store
-        .watch(listwatch_storage::WatchRequest::new(KeyRange::prefix("/s/"), revs[150]))
-        .await
-        .unwrap();
+    let mut watch =
+        store.watch(listwatch_storage::WatchRequest::new(KeyRange::prefix("/s/"), revs[150])).await.unwrap();
     let mut seen = 0;
     while let Some(Ok(listwatch_storage::WatchResponse::Events(events))) = watch.next().await {
         seen += events.len();

@@ -27,8 +27,8 @@ use tokio::sync::watch as watch_channel;
 use self::mvcc::{Mutation, Mvcc};
 use self::wal::{SnapshotData, Wal};
 use crate::{
-    BackendVersion, DeleteResponse, RangeRequest, RangeResponse, Result, Revision, Storage, StorageError,
-    Watch, WatchRequest, WriteResponse, check_request_size,
+    BackendVersion, DeleteResponse, RangeRequest, RangeResponse, Result, Revision, Storage, StorageError, Watch,
+    WatchRequest, WriteResponse, check_request_size,
 };
 
 /// Settings of the memory store.
@@ -134,7 +134,11 @@ impl MemoryStore {
     }
 
     /// Validates and applies one write; waits until it is durable.
-    async fn write(&self, key: &[u8], check: impl FnOnce(Option<crate::KeyValue>) -> Result<Mutation>) -> Result<(Revision, Option<crate::KeyValue>)> {
+    async fn write(
+        &self,
+        key: &[u8],
+        check: impl FnOnce(Option<crate::KeyValue>) -> Result<Mutation>,
+    ) -> Result<(Revision, Option<crate::KeyValue>)> {
         let shared = &self.shared;
         let (revision, prev) = {
             let mut mvcc = shared.mvcc.write();
@@ -244,7 +248,9 @@ impl Storage for MemoryStore {
         let (revision, prev) = self
             .write(&key.clone(), |latest| match (latest, expected_mod_revision) {
                 (None, None) => Err(StorageError::NotFound),
-                (Some(kv), Some(expected)) if kv.mod_revision != expected => Err(StorageError::Conflict { current: Some(kv) }),
+                (Some(kv), Some(expected)) if kv.mod_revision != expected => {
+                    Err(StorageError::Conflict { current: Some(kv) })
+                }
                 (None, Some(_)) => Err(StorageError::Conflict { current: None }),
                 (Some(_), _) => Ok(Mutation::Delete { key }),
             })
@@ -257,7 +263,8 @@ impl Storage for MemoryStore {
             return Err(self.shared.failure());
         }
         let interval = request.progress_notify.then_some(self.shared.options.progress_notify_interval);
-        let (stream, progress) = watch::MemoryWatch::start(self.shared.clone(), request.range, request.start_revision, interval);
+        let (stream, progress) =
+            watch::MemoryWatch::start(self.shared.clone(), request.range, request.start_revision, interval);
         Ok(Watch::new(Box::new(stream), progress))
     }
 

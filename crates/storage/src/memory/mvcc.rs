@@ -99,10 +99,22 @@ impl Mvcc {
     /// etcd's Range at `revision` (already resolved by [`Mvcc::readable_revision`]).
     /// Returns the key-values (at most `limit`, 0 = all), the count of the whole range, and
     /// whether more remain.
-    pub fn range(&self, range: &KeyRange, limit: i64, revision: Revision, count_only: bool) -> (Vec<KeyValue>, i64, bool) {
+    pub fn range(
+        &self,
+        range: &KeyRange,
+        limit: i64,
+        revision: Revision,
+        count_only: bool,
+    ) -> (Vec<KeyValue>, i64, bool) {
         let mut kvs = Vec::new();
         let mut count = 0i64;
-        let want = if count_only { 0 } else if limit > 0 { limit as usize } else { usize::MAX };
+        let want = if count_only {
+            0
+        } else if limit > 0 {
+            limit as usize
+        } else {
+            usize::MAX
+        };
         for (key, versions) in self.index_range(range) {
             let Some(kv) = version_at(versions, revision).and_then(|v| live_kv(key, v)) else {
                 continue;
@@ -123,9 +135,9 @@ impl Mvcc {
                 Box::new(self.index.range::<[u8], _>((Bound::Included(&range.start[..]), Bound::Unbounded)))
             }
             Some(end) if end[..] <= range.start[..] => Box::new(std::iter::empty()),
-            Some(end) => Box::new(
-                self.index.range::<[u8], _>((Bound::Included(&range.start[..]), Bound::Excluded(&end[..]))),
-            ),
+            Some(end) => {
+                Box::new(self.index.range::<[u8], _>((Bound::Included(&range.start[..]), Bound::Excluded(&end[..]))))
+            }
         }
     }
 
@@ -167,7 +179,13 @@ impl Mvcc {
     /// Events of revisions `from ..= to` that fall in `range`, scanning at most `max_revisions`
     /// revisions. Returns the events and the last revision scanned. `from` must be at or above
     /// the compaction revision.
-    pub fn events(&self, from: Revision, to: Revision, max_revisions: i64, range: &KeyRange) -> (Vec<Arc<Event>>, Revision) {
+    pub fn events(
+        &self,
+        from: Revision,
+        to: Revision,
+        max_revisions: i64,
+        range: &KeyRange,
+    ) -> (Vec<Arc<Event>>, Revision) {
         let from = from.max(self.log_start);
         let to = to.min(self.current).min(from.saturating_add(max_revisions - 1));
         let mut out = Vec::new();
@@ -208,6 +226,14 @@ impl Mvcc {
         while self.log.front().is_some_and(|e| e.revision() < revision) {
             self.log.pop_front();
             self.log_start += 1;
+        }
+        // etcd fills a previous value by reading at revision - 1; for the event at the
+        // compaction revision that read is compacted, so the event has none.
+        if let Some(front) = self.log.front_mut()
+            && front.revision() == revision
+            && front.prev.is_some()
+        {
+            *front = Arc::new(Event { prev: None, ..(**front).clone() });
         }
         self.compact_revision = revision;
         Ok(())
@@ -274,7 +300,10 @@ mod tests {
     use super::*;
 
     fn put(m: &mut Mvcc, k: &str, v: &str) -> Revision {
-        let e = m.apply(Mutation::Put { key: Bytes::copy_from_slice(k.as_bytes()), value: Bytes::copy_from_slice(v.as_bytes()) });
+        let e = m.apply(Mutation::Put {
+            key: Bytes::copy_from_slice(k.as_bytes()),
+            value: Bytes::copy_from_slice(v.as_bytes()),
+        });
         m.publish(e.revision());
         e.revision()
     }
@@ -291,7 +320,9 @@ mod tests {
         let all = KeyRange::prefix(&b""[..]);
         let all = KeyRange { start: Bytes::from_static(b"\0"), end: all.end };
         assert_eq!(m.range(&all, 0, r2, false).0[0].value, "2");
-        assert!(matches!(m.readable_revision(r1), Err(StorageError::Compacted { compact_revision }) if compact_revision == r2));
+        assert!(
+            matches!(m.readable_revision(r1), Err(StorageError::Compacted { compact_revision }) if compact_revision == r2)
+        );
         // The deletion at r2+1 and the write at r4 are still in the log.
         let (events, _) = m.events(r2, r4, 100, &all);
         assert_eq!(events.iter().map(|e| e.revision()).collect::<Vec<_>>(), vec![r2, r2 + 1, r4]);

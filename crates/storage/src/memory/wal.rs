@@ -254,7 +254,9 @@ impl SnapshotData {
             return Ok(None);
         }
         let mut payloads = payloads.into_iter();
-        let Some(header) = payloads.next() else { return Ok(None) };
+        let Some(header) = payloads.next() else {
+            return Ok(None);
+        };
         let mut c = Cursor(header);
         if c.u8()? != SNAP_HEADER {
             return Ok(None);

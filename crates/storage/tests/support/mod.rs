@@ -3,8 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use listwatch_storage::etcd::{EtcdOptions, EtcdStore};
 use listwatch_storage::memory::{MemoryOptions, MemoryStore};
 use listwatch_storage::{Event, Revision, Storage, Watch, WatchResponse};
+use listwatch_testkit::etcd::{EtcdProcess, EtcdProcessOptions, shared_endpoints, unique_prefix};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Backend {
@@ -18,40 +20,36 @@ pub struct Guard(#[allow(dead_code)] Box<dyn std::any::Any + Send>);
 
 impl Backend {
     /// A store that other tests may share, and a key prefix private to this test.
-    pub async fn shared(self) -> (Arc<dyn Storage>, String) {
-        let (store, prefix, guard) = self.open(false).await;
-        std::mem::forget(guard);
-        (store, prefix)
+    pub async fn shared(self, test: &str) -> (Arc<dyn Storage>, String, Guard) {
+        self.open(test, false).await
     }
 
     /// A store of this test's own (for compaction and other global operations).
-    pub async fn private(self) -> (Arc<dyn Storage>, String) {
-        let (store, prefix, guard) = self.open(true).await;
-        // Leak the guard: the process ends with the test (nextest runs one test per process).
-        std::mem::forget(guard);
-        (store, prefix)
+    pub async fn private(self, test: &str) -> (Arc<dyn Storage>, String, Guard) {
+        self.open(test, true).await
     }
 
-    pub async fn open(self, private: bool) -> (Arc<dyn Storage>, String, Guard) {
-        let prefix = "/lwtest/t/".to_string();
+    async fn open(self, test: &str, private: bool) -> (Arc<dyn Storage>, String, Guard) {
         match self {
-            Backend::Memory => (Arc::new(MemoryStore::ephemeral()), prefix, Guard(Box::new(()))),
+            Backend::Memory => (Arc::new(MemoryStore::ephemeral()), "/lwtest/t/".into(), Guard(Box::new(()))),
             Backend::MemoryDurable => {
                 let dir = tempfile::tempdir().unwrap();
                 let options = MemoryOptions { data_dir: Some(dir.path().to_path_buf()), ..Default::default() };
-                (Arc::new(MemoryStore::open(options).unwrap()), prefix, Guard(Box::new(dir)))
+                (Arc::new(MemoryStore::open(options).unwrap()), "/lwtest/t/".into(), Guard(Box::new(dir)))
             }
-            Backend::Etcd => crate::support::etcd::open(private).await,
+            Backend::Etcd => {
+                let prefix = unique_prefix(test);
+                if private {
+                    let etcd = EtcdProcess::start(EtcdProcessOptions::default()).await;
+                    let store =
+                        EtcdStore::connect(&[etcd.endpoint().to_string()], EtcdOptions::default()).await.unwrap();
+                    (Arc::new(store), prefix, Guard(Box::new(etcd)))
+                } else {
+                    let store = EtcdStore::connect(&shared_endpoints().await, EtcdOptions::default()).await.unwrap();
+                    (Arc::new(store), prefix, Guard(Box::new(())))
+                }
+            }
         }
-    }
-}
-
-pub mod etcd {
-    use super::*;
-
-    pub async fn open(private: bool) -> (Arc<dyn Storage>, String, Guard) {
-        let _ = private;
-        todo!("etcd backend")
     }
 }
 

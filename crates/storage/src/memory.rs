@@ -1,1 +1,0 @@
-//! The embedded MVCC store (being written).
