@@ -1,1 +1,35 @@
-fn main() {}
+//! `listwatch`: a faithful, fast, scriptable Kubernetes list-watch apiserver.
+//!
+//! * `listwatch serve`: the API server (embedded store by default, real etcd with `--etcd`).
+
+mod serve;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "listwatch", version, about = "A faithful, fast, scriptable Kubernetes list-watch apiserver")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the Kubernetes API.
+    Serve(serve::ServeArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,h2=warn,hyper=warn,tonic=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    match cli.command {
+        Command::Serve(args) => runtime.block_on(serve::run(args)),
+    }
+}

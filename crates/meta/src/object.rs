@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 use crate::registry::Resource;
 
 /// Number of encodings an object can memoize (the encoding layer assigns the slots).
-pub const MEMO_SLOTS: usize = 8;
+pub const MEMO_SLOTS: usize = 12;
 
 /// `ObjectMeta`'s field order.
 const METADATA_ORDER: &[&str] = &[
@@ -182,7 +182,11 @@ fn type_prefix(resource: &Resource) -> String {
 
 /// Puts `kind`, `apiVersion` and `metadata` first, metadata in `ObjectMeta`'s order, and sets
 /// (or, with `None`, removes) `metadata.resourceVersion`.
-pub fn canonicalize(resource: &Resource, mut map: Map<String, Value>, resource_version: Option<i64>) -> Map<String, Value> {
+pub fn canonicalize(
+    resource: &Resource,
+    mut map: Map<String, Value>,
+    resource_version: Option<i64>,
+) -> Map<String, Value> {
     let mut out = Map::with_capacity(map.len() + 2);
     map.shift_remove("kind");
     map.shift_remove("apiVersion");
@@ -264,7 +268,10 @@ mod tests {
             r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"ns","resourceVersion":"42","labels":{"a":"b"}},"spec":{"nodeName":"n1"}}"#
         );
         let item = concat(&obj.list_item_json());
-        assert_eq!(std::str::from_utf8(&item).unwrap(), r#"{"metadata":{"name":"p","namespace":"ns","resourceVersion":"42","labels":{"a":"b"}},"spec":{"nodeName":"n1"}}"#);
+        assert_eq!(
+            std::str::from_utf8(&item).unwrap(),
+            r#"{"metadata":{"name":"p","namespace":"ns","resourceVersion":"42","labels":{"a":"b"}},"spec":{"nodeName":"n1"}}"#
+        );
         assert_eq!(obj.field(pods, "spec.nodeName"), Some("n1"));
         assert_eq!(obj.field(pods, "status.phase"), Some(""));
         assert_eq!(obj.field(pods, "spec.hostNetwork"), Some("false"));
@@ -274,8 +281,12 @@ mod tests {
     #[test]
     fn storage_bytes_have_no_resource_version() {
         let cms = Registry.find("", "v1", "configmaps").unwrap();
-        let stored = to_storage_bytes(cms, json!({"metadata": {"name": "c", "resourceVersion": "9"}, "data": {"k": "v"}}));
-        assert_eq!(std::str::from_utf8(&stored).unwrap(), r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"},"data":{"k":"v"}}"#);
+        let stored =
+            to_storage_bytes(cms, json!({"metadata": {"name": "c", "resourceVersion": "9"}, "data": {"k": "v"}}));
+        assert_eq!(
+            std::str::from_utf8(&stored).unwrap(),
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"},"data":{"k":"v"}}"#
+        );
         let obj = Object::from_storage(cms, &stored, 10).unwrap();
         assert_eq!(obj.resource_version(), 10);
         let deleted = obj.with_resource_version(cms, 11);

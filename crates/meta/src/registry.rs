@@ -31,6 +31,10 @@ pub enum Cell {
     Age,
     /// A value at a dotted path in the object (`status.phase`), or `<none>`.
     Path(&'static str),
+    /// An integer at a dotted path, 0 when missing.
+    Int(&'static str),
+    /// The length of a list at a dotted path.
+    ListLen(&'static str),
     /// Number of keys of a map at a path plus those of a second one (configmaps: data + binaryData).
     MapLen(&'static str, &'static str),
     PodReady,
@@ -40,14 +44,15 @@ pub enum Cell {
     ReadyOfDesired,
     /// `status.phase` of a Namespace.
     NamespaceStatus,
-    /// Ports of a Service / Endpoints.
+    /// Ports of a Service.
     ServicePorts,
+    /// External IPs of a Service (`<none>` for most).
+    ServiceExternalIp,
     EndpointsAddresses,
     /// A Node's Ready condition.
     NodeStatus,
     /// Roles of a Node from its labels.
     NodeRoles,
-    SecretDataCount,
 }
 
 /// One column of the table kubectl prints.
@@ -115,6 +120,8 @@ pub struct Resource {
     pub graceful_deletion: bool,
     /// The protobuf message for this kind, when it has a schema.
     pub protobuf: Option<&'static str>,
+    /// PUT of a missing object creates it (kube's `AllowCreateOnUpdate`).
+    pub allow_create_on_update: bool,
 }
 
 const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
@@ -199,6 +206,7 @@ const DEFAULTS: Resource = Resource {
     watch_cache: true,
     graceful_deletion: false,
     protobuf: None,
+    allow_create_on_update: false,
 };
 
 /// The resources listwatch serves.
@@ -237,24 +245,26 @@ pub static BUILTIN: &[Resource] = &[
     resource! {
         plural: "secrets", singular: "secret", kind: "Secret", storage_prefix: "secrets",
         selectable_fields: &["type"],
-        printer_columns: &[NAME, col("Type", "string", Cell::Path("type")), col("Data", "string", Cell::SecretDataCount), AGE],
+        printer_columns: &[NAME, col("Type", "string", Cell::Path("type")), col("Data", "integer", Cell::MapLen("data", "stringData")), AGE],
         protobuf: Some("Secret"),
     },
     resource! {
         plural: "services", singular: "service", kind: "Service", short_names: &["svc"], categories: &["all"],
         subresources: &[Subresource::Status], storage_prefix: "services/specs",
+        selectable_fields: &["spec.clusterIP", "spec.type"],
         printer_columns: &[
             NAME,
             col("Type", "string", Cell::Path("spec.type")),
             col("Cluster-IP", "string", Cell::Path("spec.clusterIP")),
-            col("Ports", "string", Cell::ServicePorts),
+            col("External-IP", "string", Cell::ServiceExternalIp),
+            col("Port(s)", "string", Cell::ServicePorts),
             AGE,
         ],
         name_rule: NameRule::Dns1035Label,
     },
     resource! {
         plural: "endpoints", singular: "endpoints", kind: "Endpoints", short_names: &["ep"],
-        storage_prefix: "services/endpoints",
+        storage_prefix: "services/endpoints", allow_create_on_update: true,
         printer_columns: &[NAME, col("Endpoints", "string", Cell::EndpointsAddresses), AGE],
     },
     resource! {
@@ -264,7 +274,7 @@ pub static BUILTIN: &[Resource] = &[
             "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
             "reason", "reportingComponent", "source", "type",
         ],
-        watch_cache: false, protobuf: Some("Event"),
+        watch_cache: false, protobuf: Some("Event"), allow_create_on_update: true,
     },
     resource! {
         plural: "nodes", singular: "node", kind: "Node", short_names: &["no"], namespaced: false,
@@ -281,6 +291,7 @@ pub static BUILTIN: &[Resource] = &[
     resource! {
         plural: "serviceaccounts", singular: "serviceaccount", kind: "ServiceAccount", short_names: &["sa"],
         storage_prefix: "serviceaccounts", delete_returns_object: true, protobuf: Some("ServiceAccount"),
+        printer_columns: &[NAME, col("Secrets", "integer", Cell::ListLen("secrets")), AGE],
     },
     resource! {
         group: "apps", plural: "deployments", singular: "deployment", kind: "Deployment",
@@ -289,8 +300,8 @@ pub static BUILTIN: &[Resource] = &[
         printer_columns: &[
             NAME,
             col("Ready", "string", Cell::ReadyOfDesired),
-            col("Up-to-date", "string", Cell::Path("status.updatedReplicas")),
-            col("Available", "string", Cell::Path("status.availableReplicas")),
+            col("Up-to-date", "integer", Cell::Int("status.updatedReplicas")),
+            col("Available", "integer", Cell::Int("status.availableReplicas")),
             AGE,
         ],
     },
@@ -301,15 +312,15 @@ pub static BUILTIN: &[Resource] = &[
         selectable_fields: &["status.replicas"],
         printer_columns: &[
             NAME,
-            col("Desired", "integer", Cell::Path("spec.replicas")),
-            col("Current", "integer", Cell::Path("status.replicas")),
-            col("Ready", "integer", Cell::Path("status.readyReplicas")),
+            col("Desired", "integer", Cell::Int("spec.replicas")),
+            col("Current", "integer", Cell::Int("status.replicas")),
+            col("Ready", "integer", Cell::Int("status.readyReplicas")),
             AGE,
         ],
     },
     resource! {
         group: "coordination.k8s.io", plural: "leases", singular: "lease", kind: "Lease",
-        storage_prefix: "leases",
+        storage_prefix: "leases", allow_create_on_update: true,
         printer_columns: &[NAME, col("Holder", "string", Cell::Path("spec.holderIdentity")), AGE],
         protobuf: Some("Lease"),
     },

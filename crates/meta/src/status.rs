@@ -21,8 +21,12 @@ pub struct Status {
     pub reason: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<StatusDetails>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero_code")]
     pub code: u16,
+}
+
+fn is_zero_code(code: &u16) -> bool {
+    *code == 0
 }
 
 /// The list metadata a Status carries (only `continue` is ever set, on an expired continue).
@@ -118,7 +122,11 @@ impl GroupResource {
 
 impl std::fmt::Display for GroupResource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.group.is_empty() { write!(f, "{}", self.resource) } else { write!(f, "{}.{}", self.resource, self.group) }
+        if self.group.is_empty() {
+            write!(f, "{}", self.resource)
+        } else {
+            write!(f, "{}.{}", self.resource, self.group)
+        }
     }
 }
 
@@ -150,7 +158,12 @@ impl ApiError {
     }
 
     fn details(gr: &GroupResource, name: &str) -> Option<StatusDetails> {
-        Some(StatusDetails { name: name.into(), group: gr.group.clone(), kind: gr.resource.clone(), ..Default::default() })
+        Some(StatusDetails {
+            name: name.into(),
+            group: gr.group.clone(),
+            kind: gr.resource.clone(),
+            ..Default::default()
+        })
     }
 
     /// 404 `<resource> "<name>" not found`.
@@ -160,7 +173,12 @@ impl ApiError {
 
     /// 404 for a path that names no resource.
     pub fn not_found_path() -> ApiError {
-        ApiError::new(404, "NotFound", "the server could not find the requested resource", Some(StatusDetails::default()))
+        ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+            Some(StatusDetails::default()),
+        )
     }
 
     /// 409 `<resource> "<name>" already exists`.
@@ -170,7 +188,12 @@ impl ApiError {
 
     /// 409 `Operation cannot be fulfilled on <resource> "<name>": <why>`.
     pub fn conflict(gr: &GroupResource, name: &str, why: &str) -> ApiError {
-        ApiError::new(409, "Conflict", format!("Operation cannot be fulfilled on {gr} \"{name}\": {why}"), Self::details(gr, name))
+        ApiError::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {gr} \"{name}\": {why}"),
+            Self::details(gr, name),
+        )
     }
 
     /// The optimistic-lock conflict of an update with a stale resourceVersion.
@@ -195,8 +218,14 @@ impl ApiError {
             1 => format!(": {}", summary[0]),
             _ => format!(": [{}]", summary.join(", ")),
         };
-        let details = StatusDetails { name: name.into(), group: group.into(), kind: kind.into(), causes, ..Default::default() };
+        let details =
+            StatusDetails { name: name.into(), group: group.into(), kind: kind.into(), causes, ..Default::default() };
         ApiError::new(422, "Invalid", format!("{qualified} \"{name}\" is invalid{summary}"), Some(details))
+    }
+
+    /// 422 with a message and no field causes (a patch that cannot apply).
+    pub fn unprocessable_entity(message: impl Into<String>) -> ApiError {
+        ApiError::new(422, "Invalid", message, None)
     }
 
     /// 400 with a message.
@@ -212,7 +241,12 @@ impl ApiError {
     /// 405 `<verb> is not supported on resources of kind "<resource>"` (kube's wording).
     pub fn method_not_supported(gr: &GroupResource, action: &str) -> ApiError {
         let details = StatusDetails { group: gr.group.clone(), kind: gr.resource.clone(), ..Default::default() };
-        ApiError::new(405, "MethodNotAllowed", format!("{action} is not supported on resources of kind \"{gr}\""), Some(details))
+        ApiError::new(
+            405,
+            "MethodNotAllowed",
+            format!("{action} is not supported on resources of kind \"{gr}\""),
+            Some(details),
+        )
     }
 
     /// 406 for an `Accept` the server cannot produce.
@@ -232,7 +266,15 @@ impl ApiError {
 
     /// 415 for a request body type the server does not read.
     pub fn unsupported_media_type(content_type: &str) -> ApiError {
-        ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf{}", if content_type.is_empty() { String::new() } else { format!(" (got {content_type:?})") }), None)
+        ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf{}",
+                if content_type.is_empty() { String::new() } else { format!(" (got {content_type:?})") }
+            ),
+            None,
+        )
     }
 
     /// 429 with `Retry-After`.
@@ -250,7 +292,12 @@ impl ApiError {
             retry_after_seconds,
             ..Default::default()
         };
-        ApiError::new(504, "Timeout", format!("Timeout: Too large resource version: {requested}, current: {current}"), Some(details))
+        ApiError::new(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
+            Some(details),
+        )
     }
 
     /// 504 for a request that did not finish in time.
@@ -302,10 +349,17 @@ mod tests {
             "meta.k8s.io",
             "ListOptions",
             "",
-            vec![StatusCause::new("FieldValueForbidden", "Forbidden: sendInitialEvents is forbidden for list", "sendInitialEvents")],
+            vec![StatusCause::new(
+                "FieldValueForbidden",
+                "Forbidden: sendInitialEvents is forbidden for list",
+                "sendInitialEvents",
+            )],
         );
         assert_eq!(e.code(), 422);
-        assert_eq!(e.status().message, "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list");
+        assert_eq!(
+            e.status().message,
+            "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"
+        );
     }
 
     #[test]

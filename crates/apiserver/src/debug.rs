@@ -1,0 +1,121 @@
+//! The debug API (`--enable-debug-api`), for tests that must force a path now instead of
+//! waiting for a timer:
+//!
+//! * `POST /debug/listwatch/compact[?revision=N]`: compact storage to N (default: the current
+//!   revision);
+//! * `POST /debug/listwatch/watchers/drop[?group=G&resource=R]`: end every client watch of a
+//!   resource (or of all), as a relist or restart would;
+//! * `POST /debug/listwatch/cache/reset?[group=G&]resource=R`: throw a resource's watch cache
+//!   away and relist (watches from before get 410);
+//! * `POST /debug/listwatch/throttle?count=N[&retryAfterSeconds=S]`: answer the next N API
+//!   requests with 429 and `Retry-After`.
+
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+
+use bytes::Bytes;
+use listwatch_meta::ApiError;
+use serde_json::json;
+
+use crate::request::Query;
+use crate::response::{self, HttpResponse};
+use crate::server::ApiState;
+
+/// Requests still to answer with 429, and the Retry-After to give them.
+#[derive(Default)]
+pub struct Throttle {
+    remaining: AtomicI64,
+    retry_after: AtomicU32,
+}
+
+impl Throttle {
+    /// Takes one throttled answer if any are left.
+    pub fn take(&self) -> Option<ApiError> {
+        let left = self.remaining.fetch_sub(1, Ordering::AcqRel);
+        if left > 0 {
+            let retry = self.retry_after.load(Ordering::Acquire).max(1);
+            return Some(ApiError::too_many_requests(
+                "the server has received too many requests and has asked us to try again later (debug throttle)",
+                retry,
+            ));
+        }
+        self.remaining.fetch_add(1, Ordering::AcqRel);
+        None
+    }
+}
+
+pub async fn handle(
+    state: &ApiState,
+    method: &http::Method,
+    path: &str,
+    query: &Query,
+) -> Result<HttpResponse, ApiError> {
+    if method != http::Method::POST {
+        return Err(ApiError::method_not_supported(&listwatch_meta::GroupResource::new("", "debug"), method.as_str()));
+    }
+    let int = |name: &str| -> Result<Option<i64>, ApiError> {
+        query
+            .get(name)
+            .map(|v| v.parse::<i64>().map_err(|_| ApiError::bad_request(format!("{name} must be an integer"))))
+            .transpose()
+    };
+    let stores = |query: &Query| {
+        let group = query.get("group").unwrap_or("");
+        let resource = query.get("resource");
+        state
+            .stores()
+            .filter(move |s| resource.is_none_or(|r| s.resource.plural == r && s.resource.group == group))
+            .collect::<Vec<_>>()
+    };
+    let body = match path {
+        "/debug/listwatch/compact" => {
+            let revision = match int("revision")? {
+                Some(r) => r,
+                None => state.storage.current_revision().await.map_err(crate::resource::storage_error)?,
+            };
+            match state.storage.compact(revision).await {
+                Ok(()) => json!({"compacted": revision}),
+                Err(listwatch_storage::StorageError::Compacted { compact_revision }) => {
+                    json!({"compacted": compact_revision, "note": "already compacted at or past this revision"})
+                }
+                Err(listwatch_storage::StorageError::FutureRevision { current_revision }) => {
+                    return Err(ApiError::bad_request(format!(
+                        "revision {revision} is in the future (current {current_revision})"
+                    )));
+                }
+                Err(e) => return Err(crate::resource::storage_error(e)),
+            }
+        }
+        "/debug/listwatch/watchers/drop" => {
+            let selected = stores(query);
+            if selected.is_empty() {
+                return Err(ApiError::not_found_path());
+            }
+            let dropped: usize = selected.iter().filter_map(|s| s.cache.as_ref()).map(|c| c.drop_watchers()).sum();
+            json!({"dropped": dropped})
+        }
+        "/debug/listwatch/cache/reset" => {
+            if query.get("resource").is_none() {
+                return Err(ApiError::bad_request("resource is required"));
+            }
+            let selected = stores(query);
+            let Some(store) = selected.first() else { return Err(ApiError::not_found_path()) };
+            let Some(cache) = &store.cache else {
+                return Err(ApiError::bad_request(format!(
+                    "{} is not served from a watch cache",
+                    store.resource.plural
+                )));
+            };
+            cache.reset();
+            json!({"reset": store.resource.plural})
+        }
+        "/debug/listwatch/throttle" => {
+            let count = int("count")?.unwrap_or(1).max(0);
+            let retry = int("retryAfterSeconds")?.unwrap_or(1).clamp(1, 3600) as u32;
+            state.throttle.retry_after.store(retry, Ordering::Release);
+            state.throttle.remaining.store(count, Ordering::Release);
+            json!({"throttled": count, "retryAfterSeconds": retry})
+        }
+        _ => return Err(ApiError::not_found_path()),
+    };
+    Ok(response::json(200, Bytes::from(body.to_string())))
+}

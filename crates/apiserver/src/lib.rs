@@ -1,0 +1,28 @@
+//! The Kubernetes REST API over the storage layer.
+//!
+//! * `request.rs` / `options.rs`: what a request addresses and its validated options;
+//! * `server.rs`: state and routing; `discovery.rs`, `openapi.rs`, `metrics.rs`, `debug.rs`;
+//! * `list.rs`, `watch.rs`: the read verbs with kube-apiserver's resourceVersion semantics;
+//! * `write.rs`, `strategy.rs`, `scale.rs`: the write verbs and what the server owns;
+//! * `controllers.rs`: finalizers, graceful deletion, namespace cleanup, the compactor;
+//! * `body.rs` / `body_in.rs` / `response.rs`: HTTP plumbing.
+
+pub mod body;
+mod body_in;
+mod controllers;
+mod debug;
+pub mod discovery;
+mod list;
+mod metrics;
+mod openapi;
+pub mod options;
+pub mod request;
+mod resource;
+mod response;
+mod scale;
+pub mod server;
+mod strategy;
+mod watch;
+mod write;
+
+pub use server::{ApiState, ServerConfig, serve};

@@ -1,0 +1,276 @@
+//! OpenAPI v3 documents: `/openapi/v3` (the index of group-versions) and one document per
+//! group-version, generated from the registry.
+//!
+//! What clients read from them, and therefore what is here:
+//! * kubectl's field-validation check (`QueryParamVerifierV3`): a PATCH operation tagged with
+//!   `x-kubernetes-group-version-kind` for the kind, carrying the `fieldValidation` query
+//!   parameter; then kubectl validates on the server (`fieldValidation=Strict`). The same for
+//!   `dryRun` (`kubectl --dry-run=server`).
+//! * kubectl apply: PATCH request bodies list the patch types, strategic merge included.
+//!   The component schemas are deliberately *not* tagged with their GVK: kubectl then computes
+//!   strategic merge patches from its built-in types (the same merge keys the server uses)
+//!   instead of from a partial schema, which would make it warn and fall back anyway.
+//!   `kubectl explain` therefore finds no schemas here.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use bytes::Bytes;
+use listwatch_meta::registry::Subresource;
+use listwatch_meta::{ApiError, Registry, Resource};
+use serde_json::{Value, json};
+
+use crate::request::Query;
+use crate::response::{self, HttpResponse};
+
+/// Every group-version's document, by its path (`api/v1`, `apis/apps/v1`), with its hash.
+static DOCUMENTS: LazyLock<BTreeMap<String, (Bytes, String)>> = LazyLock::new(|| {
+    let mut docs = BTreeMap::new();
+    for (group, versions) in Registry.groups() {
+        for version in versions {
+            let path = if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") };
+            let doc = Bytes::from(group_version_document(group, version).to_string());
+            let hash = format!("{:016X}", fnv1a(&doc));
+            docs.insert(path, (doc, hash));
+        }
+    }
+    docs
+});
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100000001b3))
+}
+
+pub fn handle(path: &str, _query: &Query) -> Result<HttpResponse, ApiError> {
+    let Some(rest) = path.strip_prefix("/openapi/v3") else {
+        return Err(ApiError::not_found_path());
+    };
+    let rest = rest.trim_matches('/');
+    if rest.is_empty() {
+        let paths: serde_json::Map<String, Value> = DOCUMENTS
+            .iter()
+            .map(|(p, (_, hash))| (p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")})))
+            .collect();
+        return Ok(response::json(200, Bytes::from(json!({"paths": paths}).to_string())));
+    }
+    match DOCUMENTS.get(rest) {
+        Some((doc, _)) => Ok(response::json(200, doc.clone())),
+        None => Err(ApiError::not_found_path()),
+    }
+}
+
+fn query_param(name: &str, description: &str) -> Value {
+    json!({"name": name, "in": "query", "description": description, "schema": {"type": "string", "uniqueItems": true}})
+}
+
+fn write_params(patch: bool) -> Vec<Value> {
+    let mut params = vec![
+        query_param(
+            "dryRun",
+            "When present, indicates that modifications should not be persisted. Valid values are: - All: all dry run stages will be processed",
+        ),
+        query_param(
+            "fieldManager",
+            "fieldManager is a name associated with the actor or entity that is making these changes.",
+        ),
+        query_param(
+            "fieldValidation",
+            "fieldValidation instructs the server on how to handle objects in the request containing unknown or duplicate fields. Valid values are: - Ignore - Warn - Strict",
+        ),
+    ];
+    if patch {
+        params.push(json!({"name": "force", "in": "query", "description": "Force is going to \"force\" Apply requests.", "schema": {"type": "boolean", "uniqueItems": true}}));
+    }
+    params
+}
+
+fn list_params() -> Vec<Value> {
+    [
+        ("allowWatchBookmarks", "boolean"),
+        ("continue", "string"),
+        ("fieldSelector", "string"),
+        ("labelSelector", "string"),
+        ("limit", "integer"),
+        ("resourceVersion", "string"),
+        ("resourceVersionMatch", "string"),
+        ("sendInitialEvents", "boolean"),
+        ("timeoutSeconds", "integer"),
+        ("watch", "boolean"),
+    ]
+    .into_iter()
+    .map(|(name, ty)| json!({"name": name, "in": "query", "schema": {"type": ty, "uniqueItems": true}}))
+    .collect()
+}
+
+fn schema_name(r: &Resource, kind: &str) -> String {
+    let group = match r.group {
+        "" => "core".to_string(),
+        g => g.split('.').next().unwrap_or(g).to_string(),
+    };
+    format!("io.k8s.api.{group}.{}.{kind}", r.version)
+}
+
+fn content(schema: &str, types: &[&str]) -> Value {
+    let map: serde_json::Map<String, Value> = types
+        .iter()
+        .map(|t| (t.to_string(), json!({"schema": {"$ref": format!("#/components/schemas/{schema}")}})))
+        .collect();
+    Value::Object(map)
+}
+
+fn responses(schema: &str, codes: &[&str]) -> Value {
+    let map: serde_json::Map<String, Value> = codes
+        .iter()
+        .map(|c| (c.to_string(), json!({"description": "OK", "content": content(schema, &["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"])})))
+        .collect();
+    Value::Object(map)
+}
+
+fn operation(
+    r: &Resource,
+    action: &str,
+    verb_id: &str,
+    kind: (&str, &str, &str),
+    params: Vec<Value>,
+    body: Option<(&str, &[&str])>,
+    response_schema: &str,
+    codes: &[&str],
+) -> Value {
+    let (group, version, kind_name) = kind;
+    let mut op = json!({
+        "tags": [format!("{}_{}", if r.group.is_empty() { "core" } else { r.group }, r.version)],
+        "description": format!("{action} {}", r.kind),
+        "operationId": format!("{verb_id}{}", r.kind),
+        "parameters": params,
+        "responses": responses(response_schema, codes),
+        "x-kubernetes-action": action,
+        "x-kubernetes-group-version-kind": {"group": group, "version": version, "kind": kind_name},
+    });
+    if let Some((schema, types)) = body {
+        op["requestBody"] = json!({"content": content(schema, types), "required": true});
+    }
+    op
+}
+
+const PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+];
+const OBJECT_TYPES: &[&str] = &["*/*"];
+
+fn group_version_document(group: &str, version: &str) -> Value {
+    let mut paths = serde_json::Map::new();
+    let mut schemas = serde_json::Map::new();
+    let base = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+    for r in Registry.resources().iter().filter(|r| r.group == group && r.version == version) {
+        let gvk = (r.group, r.version, r.kind);
+        let schema = schema_name(r, r.kind);
+        let list_schema = schema_name(r, &r.list_kind());
+        let (collection, item) = if r.namespaced {
+            (
+                format!("{base}/namespaces/{{namespace}}/{}", r.plural),
+                format!("{base}/namespaces/{{namespace}}/{}/{{name}}", r.plural),
+            )
+        } else {
+            (format!("{base}/{}", r.plural), format!("{base}/{}/{{name}}", r.plural))
+        };
+        let mut coll = json!({
+            "get": operation(r, "list", "list", gvk, list_params(), None, &list_schema, &["200"]),
+            "post": operation(r, "post", "create", gvk, write_params(false), Some((&schema, OBJECT_TYPES)), &schema, &["200", "201", "202"]),
+        });
+        if r.has_verb("deletecollection") {
+            coll["delete"] = operation(
+                r,
+                "deletecollection",
+                "deleteCollection",
+                gvk,
+                list_params(),
+                None,
+                "io.k8s.apimachinery.pkg.apis.meta.v1.Status",
+                &["200"],
+            );
+        }
+        paths.insert(collection, coll);
+        paths.insert(
+            item.clone(),
+            json!({
+                "get": operation(r, "get", "read", gvk, vec![], None, &schema, &["200"]),
+                "put": operation(r, "put", "replace", gvk, write_params(false), Some((&schema, OBJECT_TYPES)), &schema, &["200", "201"]),
+                "patch": operation(r, "patch", "patch", gvk, write_params(true), Some(("io.k8s.apimachinery.pkg.apis.meta.v1.Patch", PATCH_TYPES)), &schema, &["200", "201"]),
+                "delete": operation(r, "delete", "delete", gvk, write_params(false), None, "io.k8s.apimachinery.pkg.apis.meta.v1.Status", &["200", "202"]),
+            }),
+        );
+        if r.namespaced {
+            paths.insert(
+                format!("{base}/{}", r.plural),
+                json!({"get": operation(r, "list", "listForAllNamespaces", gvk, list_params(), None, &list_schema, &["200"])}),
+            );
+        }
+        for sub in r.subresources {
+            let (sub_gvk, sub_schema) = match sub {
+                Subresource::Status => (gvk, schema.clone()),
+                Subresource::Scale => (("autoscaling", "v1", "Scale"), "io.k8s.api.autoscaling.v1.Scale".to_string()),
+            };
+            let name = sub.name();
+            paths.insert(
+                format!("{item}/{name}"),
+                json!({
+                    "get": operation(r, "get", &format!("read{name}"), sub_gvk, vec![], None, &sub_schema, &["200"]),
+                    "put": operation(r, "put", &format!("replace{name}"), sub_gvk, write_params(false), Some((&sub_schema, OBJECT_TYPES)), &sub_schema, &["200", "201"]),
+                    "patch": operation(r, "patch", &format!("patch{name}"), sub_gvk, write_params(true), Some(("io.k8s.apimachinery.pkg.apis.meta.v1.Patch", PATCH_TYPES)), &sub_schema, &["200", "201"]),
+                }),
+            );
+        }
+        schemas.insert(
+            schema.clone(),
+            json!({
+                "description": format!("{} ({}); fields beyond metadata are kept as sent.", r.kind, r.group_version()),
+                "type": "object",
+                "properties": {
+                    "apiVersion": {"type": "string"},
+                    "kind": {"type": "string"},
+                    "metadata": {"allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}], "default": {}},
+                },
+                "x-kubernetes-preserve-unknown-fields": true,
+            }),
+        );
+        schemas.insert(
+            list_schema,
+            json!({
+                "type": "object",
+                "required": ["items"],
+                "properties": {
+                    "apiVersion": {"type": "string"},
+                    "kind": {"type": "string"},
+                    "items": {"type": "array", "items": {"allOf": [{"$ref": format!("#/components/schemas/{schema}")}], "default": {}}},
+                    "metadata": {"allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"}], "default": {}},
+                },
+            }),
+        );
+    }
+    schemas.insert(
+        "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta".into(),
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+    );
+    schemas.insert(
+        "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta".into(),
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+    );
+    schemas.insert(
+        "io.k8s.apimachinery.pkg.apis.meta.v1.Status".into(),
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+    );
+    schemas.insert("io.k8s.apimachinery.pkg.apis.meta.v1.Patch".into(), json!({"type": "object", "description": "Patch is provided to give a concrete name and type to the Kubernetes PATCH request body."}));
+    schemas.insert(
+        "io.k8s.api.autoscaling.v1.Scale".into(),
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+    );
+    json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": format!("v1.{}.0", crate::discovery::KUBERNETES_MINOR)},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    })
+}

@@ -1,0 +1,85 @@
+//! One resource's storage as the handlers see it (kube's generic registry `Store`): where its
+//! objects live, its watch cache (if cached), and object reads.
+
+use std::sync::Arc;
+
+use listwatch_meta::{ApiError, Object, Resource};
+use listwatch_storage::{KeyRange, RangeRequest, Revision, Storage, StorageError};
+use listwatch_watchcache::{Predicate, WatchCache};
+
+use crate::options::ListOptions;
+
+pub struct ResourceStore {
+    pub resource: &'static Resource,
+    pub storage: Arc<dyn Storage>,
+    /// `None` when this resource is served uncached.
+    pub cache: Option<WatchCache>,
+    /// The storage root (`--etcd-prefix`, `/registry` by default).
+    pub root: String,
+    /// Consistent reads may be served from the cache (storage answers progress requests).
+    pub consistent_reads_from_cache: bool,
+}
+
+impl ResourceStore {
+    pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
+        self.resource.object_key(&self.root, namespace, name)
+    }
+
+    /// Storage prefix of a namespace's objects (or all of them).
+    pub fn prefix(&self, namespace: Option<&str>) -> String {
+        self.resource.namespace_prefix(&self.root, namespace)
+    }
+
+    /// The object's namespace as the storage key wants it (`None` for cluster-scoped kinds).
+    pub fn scope<'a>(&self, namespace: Option<&'a str>) -> Option<&'a str> {
+        if self.resource.namespaced { namespace } else { None }
+    }
+
+    /// Reads one object from storage at the latest revision (a consistent GET).
+    pub async fn read(&self, namespace: Option<&str>, name: &str) -> Result<Option<Arc<Object>>, ApiError> {
+        let key = self.key(self.scope(namespace), name);
+        let resp = self.storage.range(RangeRequest::new(KeyRange::key(key))).await.map_err(storage_error)?;
+        match resp.kvs.first() {
+            None => Ok(None),
+            Some(kv) => Object::from_storage(self.resource, &kv.value, kv.mod_revision)
+                .map(|o| Some(Arc::new(o)))
+                .map_err(|e| ApiError::internal(format!("stored object cannot be decoded: {e}"))),
+        }
+    }
+
+    /// Reads one object or answers 404.
+    pub async fn read_existing(&self, namespace: Option<&str>, name: &str) -> Result<Arc<Object>, ApiError> {
+        self.read(namespace, name).await?.ok_or_else(|| ApiError::not_found(&self.resource.group_resource(), name))
+    }
+
+    /// The predicate of a list or watch's selectors (`None` when it has none).
+    pub fn predicate(&self, options: &ListOptions) -> Option<Predicate> {
+        if !options.has_selectors() {
+            return None;
+        }
+        let labels = options.label_selector.clone();
+        let fields = options.field_selector.clone();
+        let resource = self.resource;
+        Some(Arc::new(move |o: &Object| {
+            labels.matches(o.labels()) && fields.matches(|f| o.field(resource, f).map(str::to_string))
+        }))
+    }
+
+    /// Storage's current revision.
+    pub async fn current_revision(&self) -> Result<Revision, ApiError> {
+        self.storage.current_revision().await.map_err(storage_error)
+    }
+}
+
+/// A storage failure as the client sees it (the cases a caller does not handle itself).
+pub fn storage_error(e: StorageError) -> ApiError {
+    match e {
+        StorageError::ValueTooLarge { limit, .. } => ApiError::request_entity_too_large(format!("limit is {limit}")),
+        StorageError::Compacted { .. } => ApiError::expired("The resourceVersion for the provided list is too old."),
+        StorageError::FutureRevision { current_revision } => {
+            ApiError::too_large_resource_version(current_revision + 1, current_revision, 0)
+        }
+        StorageError::Unavailable(msg) => ApiError::service_unavailable(msg),
+        other => ApiError::internal(other),
+    }
+}

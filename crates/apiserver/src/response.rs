@@ -1,0 +1,40 @@
+//! Building responses: objects, lists, and Status errors, with kube-apiserver's headers.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use listwatch_meta::{ApiError, Status};
+
+use crate::body::Body;
+
+pub type HttpResponse = Response<Body>;
+
+/// A response with kube's generic headers (`Cache-Control: no-cache, private`).
+pub fn with_body(code: u16, content_type: &str, body: Body) -> HttpResponse {
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(content_type).unwrap_or(HeaderValue::from_static("application/json")),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    response
+}
+
+pub fn json(code: u16, bytes: impl Into<Bytes>) -> HttpResponse {
+    with_body(code, "application/json", Body::full(bytes.into()))
+}
+
+/// An error as its Status, with `Retry-After` when the Status asks for one.
+pub fn error(e: &ApiError) -> HttpResponse {
+    let mut response = json(e.code(), Bytes::from(e.status().to_json()));
+    if let Some(seconds) = e.retry_after() {
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
+}
+
+/// A `Status` of success (most kinds answer DELETE with one).
+pub fn status(code: u16, status: &Status) -> HttpResponse {
+    json(code, Bytes::from(status.to_json()))
+}

@@ -1,0 +1,486 @@
+//! The server: its state (storage, one [`ResourceStore`] per resource, the watch caches) and
+//! the routing of every request.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::Request;
+use hyper::body::Incoming;
+use listwatch_encoding::{Encoder, negotiate};
+use listwatch_meta::{ApiError, Object, Registry, Resource};
+use listwatch_storage::{BackendVersion, Storage, StorageError};
+use listwatch_watchcache::{WatchCache, WatchCacheConfig};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::body::Body;
+use crate::debug::Throttle;
+use crate::options::RequestedVersion;
+use crate::request::{self, Query, ResourceRequest, Verb};
+use crate::resource::ResourceStore;
+use crate::response::{self, HttpResponse};
+use crate::{body_in, discovery, list, metrics, write};
+
+/// Settings of the API server.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Root of every key (`--etcd-prefix`).
+    pub storage_root: String,
+    /// Serve resources from watch caches (`--watch-cache`).
+    pub watch_cache: bool,
+    /// Per-resource overrides (`--watch-cache-resources pods=false,events=true`), by plural or
+    /// `plural.group`.
+    pub watch_cache_overrides: Vec<(String, bool)>,
+    pub cache: WatchCacheConfig,
+    /// `--min-request-timeout`: watches without `timeoutSeconds` last [this, 2× this).
+    pub min_request_timeout: Duration,
+    pub enable_debug_api: bool,
+    /// `--compaction-interval` (0 disables the compactor).
+    pub compaction_interval: Duration,
+    /// The address clients reach the server at (for `/api`).
+    pub advertise_address: String,
+    /// Kubelet stand-in: how long after its grace period a pod on a node is removed.
+    pub pod_termination_delay: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            storage_root: "/registry".into(),
+            watch_cache: true,
+            watch_cache_overrides: Vec::new(),
+            cache: WatchCacheConfig::default(),
+            min_request_timeout: Duration::from_secs(1800),
+            enable_debug_api: false,
+            compaction_interval: Duration::from_secs(300),
+            advertise_address: "127.0.0.1:8080".into(),
+            pod_termination_delay: Duration::ZERO,
+        }
+    }
+}
+
+/// Namespaces kube-apiserver creates at startup.
+const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// Everything a request handler needs.
+pub struct ApiState {
+    pub config: ServerConfig,
+    pub storage: Arc<dyn Storage>,
+    pub backend: BackendVersion,
+    stores: Vec<Arc<ResourceStore>>,
+    pub throttle: Throttle,
+    /// Flips to true on shutdown: open watches end.
+    pub shutdown: watch::Receiver<bool>,
+    shutdown_tx: watch::Sender<bool>,
+    namespace_cleanup: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+impl ApiState {
+    /// Builds the state: one store per registered resource, cached or not, and the
+    /// background controllers (namespace cleanup, compactor).
+    pub async fn start(config: ServerConfig, storage: Arc<dyn Storage>) -> Result<Arc<ApiState>, StorageError> {
+        let backend = storage.version().await?;
+        let consistent_reads_from_cache = backend.supports_request_watch_progress();
+        if !consistent_reads_from_cache {
+            tracing::warn!(version = %backend.version, "storage does not answer progress requests reliably: consistent reads go to storage and streaming lists are refused");
+        }
+        let stores = Registry
+            .resources()
+            .iter()
+            .map(|resource| {
+                let cached = cache_enabled(&config, resource);
+                let cache = cached.then(|| {
+                    WatchCache::start(
+                        resource,
+                        resource.collection_prefix(&config.storage_root),
+                        storage.clone(),
+                        config.cache.clone(),
+                    )
+                });
+                Arc::new(ResourceStore {
+                    resource,
+                    storage: storage.clone(),
+                    cache,
+                    root: config.storage_root.clone(),
+                    consistent_reads_from_cache,
+                })
+            })
+            .collect();
+        let (shutdown_tx, shutdown) = watch::channel(false);
+        let (cleanup_tx, cleanup_rx) = tokio::sync::mpsc::unbounded_channel();
+        let state = Arc::new(ApiState {
+            config,
+            storage,
+            backend,
+            stores,
+            throttle: Throttle::default(),
+            shutdown,
+            shutdown_tx,
+            namespace_cleanup: cleanup_tx,
+        });
+        state.bootstrap_namespaces().await?;
+        tokio::spawn(crate::controllers::namespace_cleanup(Arc::downgrade(&state), cleanup_rx));
+        if !state.config.compaction_interval.is_zero() {
+            tokio::spawn(crate::controllers::compactor(
+                state.storage.clone(),
+                state.config.compaction_interval,
+                state.shutdown.clone(),
+            ));
+        }
+        Ok(state)
+    }
+
+    /// Ends open watches and stops the background work.
+    pub fn shut_down(&self) {
+        self.shutdown_tx.send_replace(true);
+    }
+
+    pub fn stores(&self) -> impl Iterator<Item = &Arc<ResourceStore>> {
+        self.stores.iter()
+    }
+
+    pub fn store(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceStore>> {
+        self.stores
+            .iter()
+            .find(|s| s.resource.group == group && s.resource.version == version && s.resource.plural == plural)
+    }
+
+    pub fn store_of(&self, resource: &Resource) -> &Arc<ResourceStore> {
+        self.stores.iter().find(|s| std::ptr::eq(s.resource, resource)).expect("every resource has a store")
+    }
+
+    fn namespaces(&self) -> &Arc<ResourceStore> {
+        self.store("", "v1", "namespaces").expect("namespaces are registered")
+    }
+
+    /// Whether every watch cache has its initial list.
+    pub fn is_ready(&self) -> bool {
+        self.stores.iter().all(|s| s.cache.as_ref().is_none_or(WatchCache::is_ready))
+    }
+
+    /// Waits (bounded) until the caches are ready.
+    pub async fn wait_ready(&self, timeout: Duration) -> bool {
+        for cache in self.stores.iter().filter_map(|s| s.cache.as_ref()) {
+            if !cache.wait_ready(timeout).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    async fn bootstrap_namespaces(&self) -> Result<(), StorageError> {
+        let store = self.namespaces();
+        for name in SYSTEM_NAMESPACES {
+            let mut object = serde_json::json!({"metadata": {"name": name}}).as_object().cloned().expect("an object");
+            crate::strategy::prepare_for_create(store.resource, &mut object);
+            let bytes = listwatch_meta::object::to_storage_bytes(store.resource, Value::Object(object));
+            match self.storage.create(store.key(None, name).as_bytes(), bytes).await {
+                Ok(_) | Err(StorageError::AlreadyExists) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// kube's NamespaceLifecycle admission: no new objects in a missing (404) or terminating
+    /// (403) namespace.
+    pub async fn check_namespace_accepts_writes(
+        &self,
+        namespace: &str,
+        resource: &Resource,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        let store = self.namespaces();
+        let cached = match &store.cache {
+            Some(cache) if cache.is_ready() => cache.get(None, namespace, 0).await.ok().flatten(),
+            _ => None,
+        };
+        let found = match cached {
+            Some(ns) => Some(ns),
+            // Not in the cache (yet): ask storage, as kube's admission does on a miss.
+            None => store.read(None, namespace).await?,
+        };
+        let Some(ns) = found else {
+            return Err(ApiError::not_found(&store.resource.group_resource(), namespace));
+        };
+        let phase = ns.value().pointer("/status/phase").and_then(Value::as_str).map(String::from);
+        if phase.as_deref() == Some("Terminating") {
+            return Err(ApiError::forbidden(
+                &resource.group_resource(),
+                name,
+                &format!("unable to create new content in namespace {namespace} because it is being terminated"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// How a delete treats `object` (finalizers, grace periods, propagation).
+    pub fn deletion_policy(
+        &self,
+        resource: &Resource,
+        object: &serde_json::Map<String, Value>,
+        options: &write::DeleteOptions,
+    ) -> crate::controllers::DeletionPolicy {
+        crate::controllers::deletion_policy(resource, object, options)
+    }
+
+    /// After an object was marked for deletion (not yet removed).
+    pub fn after_marked_for_deletion(
+        &self,
+        store: &ResourceStore,
+        object: &Arc<Object>,
+        policy: &crate::controllers::DeletionPolicy,
+    ) {
+        if store.resource.kind == "Namespace" && store.resource.group.is_empty() {
+            let _ = self.namespace_cleanup.send(object.name().to_string());
+        }
+        if policy.grace_seconds > 0 && store.resource.graceful_deletion {
+            crate::controllers::remove_after_grace(self, store, object, policy.grace_seconds);
+        }
+    }
+
+    /// After an object was removed from storage.
+    pub fn after_deleted(&self, _store: &ResourceStore, _object: &Arc<Object>, _options: &write::DeleteOptions) {}
+}
+
+fn cache_enabled(config: &ServerConfig, resource: &Resource) -> bool {
+    let qualified = if resource.group.is_empty() {
+        resource.plural.to_string()
+    } else {
+        format!("{}.{}", resource.plural, resource.group)
+    };
+    for (name, on) in config.watch_cache_overrides.iter().rev() {
+        if *name == resource.plural || *name == qualified {
+            return *on;
+        }
+    }
+    config.watch_cache && resource.watch_cache
+}
+
+/// hyper's entry point.
+pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Result<HttpResponse, Infallible> {
+    let started = Instant::now();
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path().to_string();
+    let query = Query::parse(parts.uri.query());
+    let resource_request = request::parse(&parts.method, &path, &query);
+    let resource =
+        resource_request.as_ref().and_then(|r| state.store(&r.group, &r.version, &r.resource)).map(|s| s.resource);
+    let result = route(&state, &parts, body, &path, &query, resource_request.as_ref()).await;
+    let response = result.unwrap_or_else(|e| response::error(&e));
+    if let Some(r) = &resource_request {
+        metrics::request(
+            r.verb.metric_name(),
+            resource,
+            r.subresource.as_deref().unwrap_or(""),
+            r.namespace.is_some(),
+            r.name.is_some(),
+            response.status().as_u16(),
+            started.elapsed().as_secs_f64(),
+        );
+    }
+    Ok(response)
+}
+
+async fn route(
+    state: &Arc<ApiState>,
+    parts: &http::request::Parts,
+    body: Incoming,
+    path: &str,
+    query: &Query,
+    resource_request: Option<&ResourceRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let json = |v: Value| Ok(response::json(200, Bytes::from(v.to_string())));
+    let text = |s: &'static str| {
+        Ok(response::with_body(200, "text/plain; charset=utf-8", Body::full(Bytes::from_static(s.as_bytes()))))
+    };
+    match path {
+        "/healthz" | "/livez" => return text("ok"),
+        "/readyz" => {
+            return if state.is_ready() {
+                text("ok")
+            } else {
+                Ok(response::with_body(
+                    500,
+                    "text/plain; charset=utf-8",
+                    Body::full(Bytes::from_static(b"[-]watch-cache not ready\nreadyz check failed")),
+                ))
+            };
+        }
+        "/version" => return json(discovery::version()),
+        "/metrics" => {
+            return Ok(response::with_body(200, prometheus::TEXT_FORMAT, Body::full(metrics::render(state).await)));
+        }
+        "/api" | "/api/" => return json(discovery::api_versions(&state.config.advertise_address)),
+        "/apis" | "/apis/" => return json(discovery::api_group_list()),
+        _ => {}
+    }
+    if path.starts_with("/openapi/") {
+        return crate::openapi::handle(path, query);
+    }
+    if let Some(rest) = path.strip_prefix("/debug/listwatch/").map(|_| path) {
+        if !state.config.enable_debug_api {
+            return Err(ApiError::not_found_path());
+        }
+        return crate::debug::handle(state, &parts.method, rest, query).await;
+    }
+    if let Some(error) = state.throttle.take() {
+        return Err(error);
+    }
+    let Some(req) = resource_request else {
+        // Group and group-version discovery.
+        let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+        return match segments.as_slice() {
+            ["api", version] => {
+                discovery::api_resource_list("", version).map_or_else(|| Err(ApiError::not_found_path()), json)
+            }
+            ["apis", group] => discovery::api_group(group).map_or_else(|| Err(ApiError::not_found_path()), json),
+            ["apis", group, version] => {
+                discovery::api_resource_list(group, version).map_or_else(|| Err(ApiError::not_found_path()), json)
+            }
+            _ => Err(ApiError::not_found_path()),
+        };
+    };
+    let Some(store) = state.store(&req.group, &req.version, &req.resource) else {
+        return Err(ApiError::not_found_path());
+    };
+    let resource = store.resource;
+    // A namespace segment on a cluster-scoped kind, or a named request without one on a
+    // namespaced kind, is no route.
+    if (!resource.namespaced && req.namespace.is_some() && resource.plural != "namespaces")
+        || (resource.namespaced && req.namespace.is_none() && (req.name.is_some() || req.verb == Verb::Create))
+    {
+        return if req.verb == Verb::Create {
+            Err(ApiError::method_not_supported(&resource.group_resource(), "create"))
+        } else {
+            Err(ApiError::not_found_path())
+        };
+    }
+    if let Some(sub) = &req.subresource
+        && !resource.subresources.iter().any(|s| s.name() == sub)
+    {
+        return Err(ApiError::not_found_path());
+    }
+    if !resource.has_verb(req.verb.as_str())
+        || (req.subresource.is_some() && matches!(req.verb, Verb::Create | Verb::Delete))
+    {
+        return Err(ApiError::method_not_supported(&resource.group_resource(), req.verb.as_str()));
+    }
+    let accept = parts.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok());
+    let body = match req.verb {
+        Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
+            body_in::read(body, body_in::MAX_BODY_BYTES).await?
+        }
+        _ => Bytes::new(),
+    };
+    match req.verb {
+        Verb::Get if req.subresource.as_deref() == Some("scale") => crate::scale::get(store, req).await,
+        Verb::Get => get(store, req, query, negotiate(accept, resource, false)?).await,
+        Verb::List => {
+            let media = negotiate(accept, resource, true)?;
+            let options = crate::options::parse(query, resource, false, None)?;
+            let listed = list::list(store, req.namespace.as_deref(), &options).await?;
+            let encoder = Encoder::new(resource, media);
+            let pieces = encoder
+                .list(&listed.items, listed.resource_version, listed.continue_token.as_deref(), listed.remaining)
+                .into_pieces();
+            Ok(response::with_body(200, encoder.content_type(), Body::pieces(pieces)))
+        }
+        Verb::Watch => {
+            let watch = crate::watch::prepare(state, store, req, query, &parts.headers).await?;
+            Ok(crate::watch::chunked_response(state, watch))
+        }
+        Verb::Create => {
+            write::create(state, store, req, query, &parts.headers, body, negotiate(accept, resource, false)?).await
+        }
+        Verb::Update => {
+            write::update(state, store, req, query, &parts.headers, body, negotiate(accept, resource, false)?).await
+        }
+        Verb::Patch => {
+            write::patch(state, store, req, query, &parts.headers, body, negotiate(accept, resource, false)?).await
+        }
+        Verb::Delete => write::delete(state, store, req, query, body, negotiate(accept, resource, false)?).await,
+        Verb::DeleteCollection => {
+            write::delete_collection(state, store, req, query, body, negotiate(accept, resource, true)?).await
+        }
+    }
+}
+
+/// GET of one object: resourceVersion unset reads storage (consistent), "0" the cache,
+/// N the cache once it has N (not older than).
+async fn get(
+    store: &ResourceStore,
+    req: &ResourceRequest,
+    query: &Query,
+    media: listwatch_encoding::MediaType,
+) -> Result<HttpResponse, ApiError> {
+    let name = req.name.as_deref().expect("GET has a name");
+    let namespace = store.scope(req.namespace.as_deref());
+    let rv = match query.get("resourceVersion").unwrap_or("") {
+        "" => RequestedVersion::Unset,
+        "0" => RequestedVersion::Any,
+        text => RequestedVersion::At(text.parse().map_err(|_| {
+            ApiError::bad_request(format!("invalid resource version: resourceVersion: Invalid value: \"{text}\": strconv.ParseUint: parsing \"{text}\": invalid syntax"))
+        })?),
+    };
+    let object = match (rv, &store.cache) {
+        (RequestedVersion::Unset, _) => store.read(namespace, name).await?,
+        (RequestedVersion::Any, Some(cache)) => cache.get(namespace, name, 0).await.map_err(|e| e.to_api_error())?,
+        (RequestedVersion::At(n), Some(cache)) => cache.get(namespace, name, n).await.map_err(|e| e.to_api_error())?,
+        (RequestedVersion::Any, None) => store.read(namespace, name).await?,
+        (RequestedVersion::At(n), None) => {
+            let current = store.current_revision().await?;
+            if current < n {
+                return Err(ApiError::too_large_resource_version(n, current, 0));
+            }
+            store.read(namespace, name).await?
+        }
+    };
+    let object = object.ok_or_else(|| ApiError::not_found(&store.resource.group_resource(), name))?;
+    let encoder = Encoder::new(store.resource, media);
+    Ok(response::with_body(200, encoder.content_type(), Body::full(encoder.object(&object))))
+}
+
+/// Serves `listener` until `shutdown` completes, then ends open watches and drains.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<ApiState>,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::server::conn::auto::Builder;
+    let builder = Builder::new(TokioExecutor::new());
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let state = state.clone();
+                let service = hyper::service::service_fn(move |req| handle(state.clone(), req));
+                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                let conn = graceful.watch(conn.into_owned());
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    }
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    state.shut_down();
+    if tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await.is_err() {
+        tracing::warn!("some connections did not close within 5 s");
+    }
+}

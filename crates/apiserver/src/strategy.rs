@@ -1,0 +1,195 @@
+//! What the server owns in an object and how each kind treats writes (kube's registry
+//! strategies, reduced to what clients can observe).
+//!
+//! * create: server-owned metadata is set (uid, creationTimestamp, generation 1; name from
+//!   generateName), client-set deletion fields are cleared, per-kind defaults apply (a Pod
+//!   starts Pending, a Namespace Active with the `kubernetes` finalizer, a Deployment with one
+//!   replica), and kinds with a status subresource start with an empty status;
+//! * update of the main resource: server-owned metadata is kept from the stored object,
+//!   `.status` is kept when the kind has a status subresource, `generation` goes up only when
+//!   something outside metadata and status changed; no new finalizers once deletion started;
+//! * update of `/status`: only `.status` changes.
+
+use listwatch_meta::registry::Subresource;
+use listwatch_meta::status::StatusCause;
+use listwatch_meta::{ApiError, Resource};
+use serde_json::{Map, Value, json};
+
+/// Metadata fields only the server sets.
+const SERVER_OWNED: &[&str] =
+    &["uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"];
+
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+fn metadata(object: &mut Map<String, Value>) -> &mut Map<String, Value> {
+    let entry = object.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    if !entry.is_object() {
+        *entry = Value::Object(Map::new());
+    }
+    entry.as_object_mut().expect("made an object")
+}
+
+/// Prepares a new object for storage. The name is already set (generateName resolved).
+pub fn prepare_for_create(resource: &Resource, object: &mut Map<String, Value>) {
+    let meta = metadata(object);
+    for field in SERVER_OWNED {
+        meta.shift_remove(*field);
+    }
+    meta.shift_remove("resourceVersion");
+    meta.insert("uid".into(), Value::String(uuid::Uuid::new_v4().to_string()));
+    meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
+    meta.insert("generation".into(), json!(1));
+    if resource.has_subresource(Subresource::Status) {
+        object.shift_remove("status");
+    }
+    match (resource.group, resource.kind) {
+        ("", "Pod") => {
+            let qos = "BestEffort";
+            object.insert("status".into(), json!({"phase": "Pending", "qosClass": qos}));
+        }
+        ("", "Namespace") => {
+            let spec = object.entry("spec").or_insert_with(|| json!({}));
+            if let Some(spec) = spec.as_object_mut() {
+                spec.entry("finalizers").or_insert_with(|| json!(["kubernetes"]));
+            }
+            object.insert("status".into(), json!({"phase": "Active"}));
+        }
+        ("apps", "Deployment") | ("apps", "ReplicaSet") => {
+            let spec = object.entry("spec").or_insert_with(|| json!({}));
+            if let Some(spec) = spec.as_object_mut() {
+                spec.entry("replicas").or_insert_with(|| json!(1));
+            }
+        }
+        ("", "Service") => {
+            let spec = object.entry("spec").or_insert_with(|| json!({}));
+            if let Some(spec) = spec.as_object_mut() {
+                spec.entry("type").or_insert_with(|| json!("ClusterIP"));
+                if spec.get("type").and_then(Value::as_str) != Some("ExternalName") {
+                    let ip = format!("10.96.{}.{}", rand::random_range(0..=255u8), rand::random_range(1..=254u8));
+                    spec.entry("clusterIP").or_insert_with(|| json!(ip));
+                }
+                if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+                    for port in ports.iter_mut().filter_map(Value::as_object_mut) {
+                        port.entry("protocol").or_insert_with(|| json!("TCP"));
+                        if let Some(p) = port.get("port").cloned() {
+                            port.entry("targetPort").or_insert(p);
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Everything but metadata and status: what `generation` tracks.
+fn spec_part(object: &Map<String, Value>) -> Map<String, Value> {
+    object
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "kind" | "apiVersion"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Builds the object to store from an update of `old` to `new` (both without
+/// resourceVersion). Returns 422 for finalizers added during deletion.
+pub fn prepare_for_update(
+    resource: &Resource,
+    old: &Map<String, Value>,
+    mut new: Map<String, Value>,
+    subresource: Option<Subresource>,
+) -> Result<Map<String, Value>, ApiError> {
+    if subresource == Some(Subresource::Status) {
+        // Only the status changes.
+        let mut out = old.clone();
+        match new.shift_remove("status") {
+            Some(status) => out.insert("status".into(), status),
+            None => out.shift_remove("status"),
+        };
+        return Ok(out);
+    }
+    let old_meta = old.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
+    {
+        let meta = metadata(&mut new);
+        for field in SERVER_OWNED {
+            match old_meta.get(*field) {
+                Some(v) => meta.insert((*field).into(), v.clone()),
+                None => meta.shift_remove(*field),
+            };
+        }
+        // Name and namespace never change.
+        for field in ["name", "namespace"] {
+            if let Some(v) = old_meta.get(field) {
+                meta.insert(field.into(), v.clone());
+            }
+        }
+    }
+    if resource.has_subresource(Subresource::Status) {
+        match old.get("status") {
+            Some(status) => new.insert("status".into(), status.clone()),
+            None => new.shift_remove("status"),
+        };
+    }
+    if old_meta.contains_key("deletionTimestamp") {
+        let finalizers = |m: &Map<String, Value>| -> Vec<String> {
+            m.get("finalizers")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                .unwrap_or_default()
+        };
+        let before = finalizers(&old_meta);
+        let added: Vec<String> = finalizers(metadata(&mut new)).into_iter().filter(|f| !before.contains(f)).collect();
+        if !added.is_empty() {
+            let name = old_meta.get("name").and_then(Value::as_str).unwrap_or("");
+            return Err(ApiError::invalid(
+                resource.group,
+                resource.kind,
+                name,
+                vec![StatusCause::new(
+                    "FieldValueForbidden",
+                    format!(
+                        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+                    ),
+                    "metadata.finalizers",
+                )],
+            ));
+        }
+    }
+    if spec_part(old) != spec_part(&new) {
+        let generation = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(0) + 1;
+        metadata(&mut new).insert("generation".into(), json!(generation));
+    }
+    Ok(new)
+}
+
+/// Whether an object is being deleted and no finalizer holds it any more: the update that
+/// got it there deletes it instead (kube's `ShouldDeleteDuringUpdate`).
+pub fn should_delete_during_update(object: &Map<String, Value>) -> bool {
+    let meta = object.get("metadata").and_then(Value::as_object);
+    let deleting = meta.and_then(|m| m.get("deletionTimestamp")).is_some_and(|v| !v.is_null());
+    let grace_pending = meta.and_then(|m| m.get("deletionGracePeriodSeconds")).and_then(Value::as_i64).unwrap_or(0) > 0;
+    let finalizers = meta.and_then(|m| m.get("finalizers")).and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+    deleting && !finalizers && !grace_pending
+}
+
+/// The object's finalizers.
+pub fn finalizers(object: &Map<String, Value>) -> Vec<String> {
+    object
+        .get("metadata")
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+/// Marks an object as being deleted (a MODIFIED, not a DELETED): finalizers or a grace period
+/// keep it.
+pub fn mark_deleting(object: &mut Map<String, Value>, grace_seconds: i64) {
+    let meta = metadata(object);
+    let when = std::time::SystemTime::now() + std::time::Duration::from_secs(grace_seconds.max(0) as u64);
+    meta.entry("deletionTimestamp")
+        .or_insert_with(|| Value::String(humantime::format_rfc3339_seconds(when).to_string()));
+    meta.insert("deletionGracePeriodSeconds".into(), json!(grace_seconds.max(0)));
+}

@@ -1,0 +1,243 @@
+//! WATCH over chunked HTTP (spec §1.3, §2, §3, §5, §6).
+//!
+//! The handler validates the options (400 / 422), negotiates the stream type (406), picks the
+//! watch path (the resource's cache, or a storage watch of its own when uncached), and answers
+//! 200 at once; errors that happen after that point (a resourceVersion older than the window,
+//! compaction on the uncached path, a streaming list that cannot be served) arrive as one
+//! ERROR event, then the stream ends. The body is a stream of batches: whatever events are
+//! queued for the watcher are encoded together and written with one vectored write, the
+//! objects' bytes shared with every other watcher. At the deadline (`timeoutSeconds`, or a
+//! random time in [min-request-timeout, 2×)) the body simply ends.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::HeaderMap;
+use listwatch_encoding::{Encoder, EventEncoder, MediaType, negotiate_stream};
+use listwatch_meta::ApiError;
+use listwatch_watchcache::direct::{self, DirectOptions, DirectStart, DirectWatcher};
+use listwatch_watchcache::{CacheError, CacheWatcher, WatchEvent, WatchStart, WatcherOptions};
+
+use crate::body::{Body, Chunk};
+use crate::metrics;
+use crate::options::{ListOptions, RequestedVersion};
+use crate::request::{Query, ResourceRequest};
+use crate::resource::ResourceStore;
+use crate::response::{self, HttpResponse};
+use crate::server::ApiState;
+
+/// At most this many events per write.
+const MAX_EVENTS_PER_WRITE: usize = 256;
+
+/// Where a watch's events come from.
+pub enum Source {
+    Cache(CacheWatcher),
+    Direct(DirectWatcher),
+    /// A watch that is only an ERROR event.
+    Error(Option<ApiError>),
+}
+
+impl Source {
+    async fn next_batch(&mut self, out: &mut Vec<WatchEvent>) -> bool {
+        match self {
+            Source::Cache(w) => w.next_batch(out, MAX_EVENTS_PER_WRITE).await,
+            Source::Direct(w) => w.next_batch(out, MAX_EVENTS_PER_WRITE).await,
+            Source::Error(e) => match e.take() {
+                Some(e) => {
+                    out.push(WatchEvent::Error(e));
+                    true
+                }
+                None => false,
+            },
+        }
+    }
+}
+
+/// A prepared watch: its events' source, encoding and deadline.
+pub struct PreparedWatch {
+    pub source: Source,
+    pub encoder: EventEncoder,
+    pub deadline: Instant,
+    pub media: MediaType,
+    pub resource: &'static listwatch_meta::Resource,
+}
+
+/// Parses, validates and starts a watch (shared by every transport).
+pub async fn prepare(
+    state: &ApiState,
+    store: &Arc<ResourceStore>,
+    req: &ResourceRequest,
+    query: &Query,
+    headers: &HeaderMap,
+) -> Result<PreparedWatch, ApiError> {
+    let resource = store.resource;
+    let name = if req.legacy_watch { req.name.as_deref() } else { None };
+    let options = crate::options::parse(query, resource, true, name)?;
+    let accept = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok());
+    let media = negotiate_stream(accept, resource)?;
+    let timeout = match options.timeout_seconds {
+        Some(s) if s > 0 => Duration::from_secs(s as u64),
+        _ => {
+            let min = state.config.min_request_timeout;
+            min + min.mul_f64(rand::random::<f64>())
+        }
+    };
+    let deadline = Instant::now() + timeout;
+    let namespace = store.scope(req.namespace.as_deref()).map(String::from);
+    let source = match &store.cache {
+        Some(_) => cached(state, store, &options, namespace, deadline).await?,
+        None => uncached(state, store, &options, namespace.as_deref()).await?,
+    };
+    let encoder = EventEncoder::new(Encoder::new(resource, media));
+    Ok(PreparedWatch { source, encoder, deadline, media, resource })
+}
+
+/// The watch's start, with kube-apiserver's WatchList defaulting: a watch from "" or "0"
+/// behaves as a streaming list (initial events, then the end bookmark if bookmarks were
+/// asked for).
+fn cache_start(options: &ListOptions, progress_supported: bool) -> Result<(WatchStart, bool), ApiError> {
+    let bookmarks = options.allow_watch_bookmarks;
+    Ok(match (options.send_initial_events, options.resource_version) {
+        (Some(_), _) if !progress_supported => {
+            return Err(ApiError::internal(
+                "a watch stream was requested by the client but the required storage feature RequestWatchProgress is disabled",
+            ));
+        }
+        (Some(initial), RequestedVersion::Unset) => {
+            (WatchStart::Consistent { initial_events: initial }, initial && bookmarks)
+        }
+        (Some(initial), RequestedVersion::Any) => (WatchStart::Any { initial_events: initial }, initial && bookmarks),
+        (Some(true), RequestedVersion::At(n)) => {
+            (WatchStart::NotOlderThan { resource_version: n, initial_events: true }, bookmarks)
+        }
+        (Some(false), RequestedVersion::At(n)) => (WatchStart::Exact(n), false),
+        (None, RequestedVersion::At(n)) => (WatchStart::Exact(n), false),
+        (None, RequestedVersion::Unset) if progress_supported => {
+            (WatchStart::Consistent { initial_events: true }, bookmarks)
+        }
+        (None, RequestedVersion::Unset | RequestedVersion::Any) => {
+            (WatchStart::Any { initial_events: true }, bookmarks && progress_supported)
+        }
+    })
+}
+
+async fn cached(
+    state: &ApiState,
+    store: &ResourceStore,
+    options: &ListOptions,
+    namespace: Option<String>,
+    deadline: Instant,
+) -> Result<Source, ApiError> {
+    let cache = store.cache.as_ref().expect("cached resource");
+    let progress_supported = state.backend.supports_request_watch_progress();
+    let (start, end_bookmark) = match cache_start(options, progress_supported) {
+        Ok(s) => s,
+        Err(e) => return Ok(Source::Error(Some(e))),
+    };
+    let watch_list = options.send_initial_events == Some(true);
+    let watcher_options = WatcherOptions {
+        start,
+        namespace,
+        predicate: store.predicate(options),
+        bookmarks: options.allow_watch_bookmarks,
+        initial_events_end_bookmark: end_bookmark,
+        deadline,
+    };
+    match cache.watch(watcher_options).await {
+        Ok(w) => Ok(Source::Cache(w)),
+        Err(e @ CacheError::TooOld { .. }) => Ok(Source::Error(Some(e.to_api_error()))),
+        // A streaming list (or a consistent start) that the cache cannot reach in time: an
+        // ERROR event, as kube sends it.
+        Err(e @ CacheError::TooLargeResourceVersion { .. })
+            if watch_list || options.resource_version == RequestedVersion::Unset =>
+        {
+            Ok(Source::Error(Some(e.to_api_error())))
+        }
+        Err(e) => Err(e.to_api_error()),
+    }
+}
+
+async fn uncached(
+    state: &ApiState,
+    store: &ResourceStore,
+    options: &ListOptions,
+    namespace: Option<&str>,
+) -> Result<Source, ApiError> {
+    let start = match (options.send_initial_events, options.resource_version) {
+        (Some(false), RequestedVersion::Unset | RequestedVersion::Any) => {
+            DirectStart::After(store.current_revision().await?)
+        }
+        (Some(true), RequestedVersion::At(n)) => DirectStart::ListThenWatch { min_resource_version: n },
+        (Some(false) | None, RequestedVersion::At(n)) => DirectStart::After(n),
+        (_, RequestedVersion::Unset | RequestedVersion::Any) => DirectStart::ListThenWatch { min_resource_version: 0 },
+    };
+    let direct_options = DirectOptions {
+        start,
+        predicate: store.predicate(options),
+        initial_events_end_bookmark: options.send_initial_events == Some(true) && options.allow_watch_bookmarks,
+    };
+    let watcher = direct::watch(
+        &store.storage,
+        store.resource,
+        store.prefix(namespace),
+        direct_options,
+        state.config.cache.list_page_size,
+    )
+    .await?;
+    Ok(Source::Direct(watcher))
+}
+
+/// The chunked-HTTP response of a prepared watch.
+pub fn chunked_response(state: &ApiState, watch: PreparedWatch) -> HttpResponse {
+    let content_type = watch.media.stream_content_type();
+    let stream = event_stream(state, watch);
+    response::with_body(200, content_type, Body::stream(stream))
+}
+
+/// Counts a watch as registered while it lives.
+struct Registered(&'static listwatch_meta::Resource);
+
+impl Registered {
+    fn new(resource: &'static listwatch_meta::Resource) -> Registered {
+        metrics::watcher_registered(resource, 1);
+        Registered(resource)
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        metrics::watcher_registered(self.0, -1);
+    }
+}
+
+/// The batches of a watch, encoded for the wire (JSON lines or protobuf frames), until the
+/// source ends, the deadline passes, or the server shuts down.
+pub fn event_stream(state: &ApiState, watch: PreparedWatch) -> impl futures::Stream<Item = Chunk> + Send + 'static {
+    let shutdown = state.shutdown.clone();
+    let registered = Registered::new(watch.resource);
+    futures::stream::unfold(
+        (watch, shutdown, registered, false),
+        move |(mut watch, mut shutdown, registered, ended)| async move {
+            if ended {
+                return None;
+            }
+            let mut events = Vec::new();
+            tokio::select! {
+                more = watch.source.next_batch(&mut events) => if !more { return None },
+                _ = tokio::time::sleep_until(watch.deadline.into()) => return None,
+                _ = shutdown.wait_for(|down| *down) => return None,
+            }
+            let mut pieces = Vec::with_capacity(events.len() * 3);
+            let mut ended = false;
+            for event in &events {
+                let before = pieces.len();
+                watch.encoder.event(event, &mut pieces);
+                let size: usize = pieces[before..].iter().map(Bytes::len).sum();
+                metrics::watch_event_sent(watch.resource, size);
+                ended |= matches!(event, WatchEvent::Error(_));
+            }
+            Some((Chunk::new(pieces), (watch, shutdown, registered, ended)))
+        },
+    )
+}

@@ -1,0 +1,666 @@
+//! The writing verbs: create, update (PUT), patch, delete and deletecollection.
+//!
+//! Every write is one key at one revision. Updates and patches are kube's *guaranteed
+//! update*: read, compute the new object, write it guarded by the mod revision read, and on a
+//! conflict retry with the state storage returned (unless the client asked for a specific
+//! resourceVersion: then the conflict is the client's 409). An update that changes nothing
+//! writes nothing and keeps the resourceVersion.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::HeaderMap;
+use listwatch_encoding::{Encoder, MediaType};
+use listwatch_meta::object::to_storage_bytes;
+use listwatch_meta::registry::Subresource;
+use listwatch_meta::status::{StatusCause, StatusDetails};
+use listwatch_meta::validation::{generate_name, validate_object_name};
+use listwatch_meta::{ApiError, Object, Status};
+use listwatch_storage::{KeyRange, KeyValue, RangeRequest, StorageError};
+use serde_json::{Map, Value, json};
+
+use crate::body_in;
+use crate::request::{Query, ResourceRequest};
+use crate::resource::{ResourceStore, storage_error};
+use crate::response::{self, HttpResponse};
+use crate::server::ApiState;
+use crate::strategy;
+
+/// How many times a guaranteed update retries on conflicts before giving up (it only gives
+/// up under extreme contention; kube retries without bound).
+const MAX_UPDATE_ATTEMPTS: usize = 1000;
+
+fn dry_run(query: &Query) -> Result<bool, ApiError> {
+    match query.get("dryRun") {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => {
+            Err(ApiError::bad_request(format!("dryRun: Unsupported value: \"{other}\": supported values: \"All\"")))
+        }
+    }
+}
+
+fn check_field_validation(query: &Query) -> Result<(), ApiError> {
+    match query.get("fieldValidation") {
+        None | Some("") | Some("Strict") | Some("Warn") | Some("Ignore") => Ok(()),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
+        ))),
+    }
+}
+
+fn meta_str<'a>(object: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
+    object.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str)
+}
+
+fn metadata_mut(object: &mut Map<String, Value>) -> &mut Map<String, Value> {
+    let entry = object.entry("metadata").or_insert_with(|| json!({}));
+    if !entry.is_object() {
+        *entry = json!({});
+    }
+    entry.as_object_mut().expect("an object")
+}
+
+/// Aligns the body's namespace with the URL's (400 when they disagree).
+fn reconcile_namespace(
+    store: &ResourceStore,
+    object: &mut Map<String, Value>,
+    namespace: Option<&str>,
+) -> Result<(), ApiError> {
+    if !store.resource.namespaced {
+        metadata_mut(object).shift_remove("namespace");
+        return Ok(());
+    }
+    let Some(ns) = namespace else {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    };
+    match meta_str(object, "namespace") {
+        Some(body_ns) if !body_ns.is_empty() && body_ns != ns => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => {
+            metadata_mut(object).insert("namespace".into(), json!(ns));
+            Ok(())
+        }
+    }
+}
+
+fn respond(store: &ResourceStore, media: MediaType, code: u16, object: &Object) -> HttpResponse {
+    let encoder = Encoder::new(store.resource, media);
+    response::with_body(code, encoder.content_type(), crate::body::Body::full(encoder.object(object)))
+}
+
+/// POST.
+pub async fn create(
+    state: &ApiState,
+    store: &ResourceStore,
+    req: &ResourceRequest,
+    query: &Query,
+    headers: &HeaderMap,
+    body: Bytes,
+    media: MediaType,
+) -> Result<HttpResponse, ApiError> {
+    let dry_run = dry_run(query)?;
+    check_field_validation(query)?;
+    let mut object = body_in::decode_object(headers, &body, store.resource)?;
+    reconcile_namespace(store, &mut object, req.namespace.as_deref())?;
+    let resource = store.resource;
+    if meta_str(&object, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
+        return Err(ApiError::bad_request("resourceVersion should not be set on objects to be created"));
+    }
+    let generate = meta_str(&object, "generateName").filter(|g| !g.is_empty()).map(String::from);
+    let explicit_name = meta_str(&object, "name").filter(|n| !n.is_empty()).map(String::from);
+    if explicit_name.is_none() && generate.is_none() {
+        return Err(ApiError::invalid(
+            resource.group,
+            resource.kind,
+            "",
+            vec![StatusCause::new(
+                "FieldValueRequired",
+                "Required value: name or generateName is required",
+                "metadata.name",
+            )],
+        ));
+    }
+    let namespace = store.scope(req.namespace.as_deref()).map(String::from);
+    if let Some(ns) = &namespace {
+        state.check_namespace_accepts_writes(ns, resource, explicit_name.as_deref().unwrap_or("")).await?;
+    }
+    strategy::prepare_for_create(resource, &mut object);
+    // A generated name can collide; like kube-apiserver, try again with a new one.
+    for _ in 0..8 {
+        let name = match (&explicit_name, &generate) {
+            (Some(n), _) => n.clone(),
+            (None, Some(base)) => generate_name(base),
+            (None, None) => unreachable!("checked above"),
+        };
+        let causes: Vec<StatusCause> =
+            validate_object_name(resource.name_rule, &name, generate.as_deref().unwrap_or(""))
+                .iter()
+                .map(|e| {
+                    let (field, reason, message) = e.as_cause();
+                    StatusCause::new(reason, message, field)
+                })
+                .collect();
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(resource.group, resource.kind, &name, causes));
+        }
+        metadata_mut(&mut object).insert("name".into(), json!(name));
+        let value = Value::Object(object.clone());
+        if dry_run {
+            let stored = Object::from_value(resource, value, 0).map_err(ApiError::internal)?;
+            return Ok(respond(store, media, 201, &stored));
+        }
+        let bytes = to_storage_bytes(resource, value.clone());
+        match store.storage.create(store.key(namespace.as_deref(), &name).as_bytes(), bytes).await {
+            Ok(written) => {
+                let stored = Object::from_value(resource, value, written.revision).map_err(ApiError::internal)?;
+                return Ok(respond(store, media, 201, &stored));
+            }
+            Err(StorageError::AlreadyExists) if explicit_name.is_none() => continue,
+            Err(StorageError::AlreadyExists) => {
+                return Err(ApiError::already_exists(&resource.group_resource(), &name));
+            }
+            Err(e) => return Err(storage_error(e)),
+        }
+    }
+    Err(ApiError::already_exists(&resource.group_resource(), generate.as_deref().unwrap_or("")))
+}
+
+/// What a guaranteed-update step decided.
+pub enum Step {
+    /// Store this object (without resourceVersion).
+    Write(Map<String, Value>),
+    /// Delete the object instead (its finalizers are gone while it is being deleted).
+    Delete,
+}
+
+/// The outcome of a guaranteed update.
+pub enum Updated {
+    Written(Arc<Object>),
+    Unchanged(Arc<Object>),
+    Deleted(Arc<Object>),
+}
+
+impl Updated {
+    pub fn object(&self) -> &Arc<Object> {
+        match self {
+            Updated::Written(o) | Updated::Unchanged(o) | Updated::Deleted(o) => o,
+        }
+    }
+}
+
+/// kube's GuaranteedUpdate. `update` gets the current object (with its resourceVersion) and
+/// returns what to store. `precondition_rv`: the client's resourceVersion; a mismatch is a 409
+/// and never retried. A dry run computes the result and writes nothing.
+pub async fn guaranteed_update(
+    store: &ResourceStore,
+    namespace: Option<&str>,
+    name: &str,
+    precondition_rv: Option<i64>,
+    dry_run: bool,
+    mut update: impl FnMut(&Object) -> Result<Step, ApiError>,
+) -> Result<Updated, ApiError> {
+    let resource = store.resource;
+    let gr = resource.group_resource();
+    let key = store.key(store.scope(namespace), name);
+    let mut current: Option<KeyValue> = read_kv(store, &key).await?;
+    for _ in 0..MAX_UPDATE_ATTEMPTS {
+        let Some(kv) = current.take() else {
+            return Err(ApiError::not_found(&gr, name));
+        };
+        if precondition_rv.is_some_and(|rv| rv != kv.mod_revision) {
+            return Err(ApiError::modified_conflict(&gr, name));
+        }
+        let existing = Object::from_storage(resource, &kv.value, kv.mod_revision).map_err(ApiError::internal)?;
+        let step = update(&existing)?;
+        if dry_run {
+            return Ok(match step {
+                Step::Delete => Updated::Deleted(Arc::new(existing)),
+                Step::Write(new) => {
+                    let object = Object::from_value(resource, Value::Object(new), existing.resource_version());
+                    Updated::Unchanged(Arc::new(object.map_err(ApiError::internal)?))
+                }
+            });
+        }
+        match step {
+            Step::Delete => match store.storage.delete(key.as_bytes(), Some(kv.mod_revision)).await {
+                Ok(deleted) => {
+                    let last = Object::from_storage(resource, &deleted.prev.value, deleted.revision)
+                        .map_err(ApiError::internal)?;
+                    return Ok(Updated::Deleted(Arc::new(last)));
+                }
+                Err(StorageError::Conflict { current: now }) => current = now,
+                Err(e) => return Err(storage_error(e)),
+            },
+            Step::Write(new) => {
+                let bytes = to_storage_bytes(resource, Value::Object(new.clone()));
+                if bytes == kv.value {
+                    return Ok(Updated::Unchanged(Arc::new(existing)));
+                }
+                match store.storage.update(key.as_bytes(), bytes, kv.mod_revision).await {
+                    Ok(written) => {
+                        let object = Object::from_value(resource, Value::Object(new), written.revision)
+                            .map_err(ApiError::internal)?;
+                        return Ok(Updated::Written(Arc::new(object)));
+                    }
+                    Err(StorageError::Conflict { current: now }) => {
+                        if precondition_rv.is_some() {
+                            return Err(ApiError::modified_conflict(&gr, name));
+                        }
+                        current = now;
+                    }
+                    Err(e) => return Err(storage_error(e)),
+                }
+            }
+        }
+    }
+    Err(ApiError::conflict(&gr, name, "too many concurrent updates; please try again"))
+}
+
+async fn read_kv(store: &ResourceStore, key: &str) -> Result<Option<KeyValue>, ApiError> {
+    let resp = store.storage.range(RangeRequest::new(KeyRange::key(key.to_string()))).await.map_err(storage_error)?;
+    Ok(resp.kvs.into_iter().next())
+}
+
+/// The object without its resourceVersion, as a map to edit.
+fn editable(object: &Object) -> Map<String, Value> {
+    let Value::Object(mut map) = object.value() else { unreachable!("objects are JSON objects") };
+    metadata_mut(&mut map).shift_remove("resourceVersion");
+    map
+}
+
+fn parse_rv(object: &Map<String, Value>) -> Result<Option<i64>, ApiError> {
+    match meta_str(object, "resourceVersion") {
+        None | Some("") => Ok(None),
+        Some(rv) => rv.parse().map(Some).map_err(|_| {
+            ApiError::bad_request(format!("metadata.resourceVersion: Invalid value: \"{rv}\": must be a number"))
+        }),
+    }
+}
+
+/// The subresource a write addresses (404 for one the kind lacks).
+fn subresource(store: &ResourceStore, req: &ResourceRequest) -> Result<Option<Subresource>, ApiError> {
+    match req.subresource.as_deref() {
+        None => Ok(None),
+        Some("status") if store.resource.has_subresource(Subresource::Status) => Ok(Some(Subresource::Status)),
+        Some("scale") if store.resource.has_subresource(Subresource::Scale) => Ok(Some(Subresource::Scale)),
+        Some(_) => Err(ApiError::not_found_path()),
+    }
+}
+
+/// Applies an update of the stored object to `new` (the body or the patched object), with
+/// the client's resourceVersion precondition taken from `new`.
+async fn update_to(
+    store: &ResourceStore,
+    req: &ResourceRequest,
+    dry_run: bool,
+    mut make_new: impl FnMut(&Object) -> Result<Map<String, Value>, ApiError>,
+) -> Result<Updated, ApiError> {
+    let resource = store.resource;
+    let name = req.name.as_deref().expect("update has a name");
+    let sub = subresource(store, req)?;
+    guaranteed_update(store, req.namespace.as_deref(), name, None, dry_run, |existing| {
+        let mut new = make_new(existing)?;
+        if meta_str(&new, "name").is_some_and(|n| n != name) {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({name})",
+                meta_str(&new, "name").unwrap_or("")
+            )));
+        }
+        if let Some(rv) = parse_rv(&new)?
+            && rv != existing.resource_version()
+        {
+            return Err(ApiError::modified_conflict(&resource.group_resource(), name));
+        }
+        metadata_mut(&mut new).shift_remove("resourceVersion");
+        let old = editable(existing);
+        let new = strategy::prepare_for_update(resource, &old, new, sub)?;
+        if strategy::should_delete_during_update(&new) {
+            return Ok(Step::Delete);
+        }
+        Ok(Step::Write(new))
+    })
+    .await
+}
+
+/// PUT.
+pub async fn update(
+    state: &ApiState,
+    store: &ResourceStore,
+    req: &ResourceRequest,
+    query: &Query,
+    headers: &HeaderMap,
+    body: Bytes,
+    media: MediaType,
+) -> Result<HttpResponse, ApiError> {
+    let dry_run = dry_run(query)?;
+    check_field_validation(query)?;
+    if req.subresource.as_deref() == Some("scale") {
+        return crate::scale::update(state, store, req, headers, body, dry_run).await;
+    }
+    let mut object = body_in::decode_object(headers, &body, store.resource)?;
+    reconcile_namespace(store, &mut object, req.namespace.as_deref())?;
+    let name = req.name.as_deref().expect("PUT has a name");
+    if meta_str(&object, "name").is_some_and(|n| n != name) {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            meta_str(&object, "name").unwrap_or("")
+        )));
+    }
+    let result = update_to(store, req, dry_run, |_| Ok(object.clone())).await;
+    match result {
+        Ok(updated) => Ok(respond(store, media, 200, updated.object())),
+        Err(e) if e.code() == 404 && store.resource.allow_create_on_update && req.subresource.is_none() => {
+            create(state, store, req, query, headers, body, media).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// PATCH: JSON merge patch, JSON patch, or strategic merge patch.
+pub async fn patch(
+    state: &ApiState,
+    store: &ResourceStore,
+    req: &ResourceRequest,
+    query: &Query,
+    headers: &HeaderMap,
+    body: Bytes,
+    media: MediaType,
+) -> Result<HttpResponse, ApiError> {
+    let dry_run = dry_run(query)?;
+    check_field_validation(query)?;
+    let kind = PatchKind::from_content_type(&body_in::content_type(headers))?;
+    let patch: Value =
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    if req.subresource.as_deref() == Some("scale") {
+        return crate::scale::patch(state, store, req, kind, &patch, dry_run).await;
+    }
+    let resource = store.resource;
+    let updated = update_to(store, req, dry_run, |existing| {
+        let current = existing.value();
+        let patched = kind.apply(resource, &current, &patch)?;
+        let Value::Object(map) = patched else {
+            return Err(ApiError::bad_request("the patch did not produce an object"));
+        };
+        body_in::check_type(&map, resource)?;
+        Ok(map)
+    })
+    .await?;
+    Ok(respond(store, media, 200, updated.object()))
+}
+
+/// The patch types kube-apiserver accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatchKind {
+    Json,
+    Merge,
+    Strategic,
+}
+
+impl PatchKind {
+    pub fn from_content_type(ct: &str) -> Result<PatchKind, ApiError> {
+        match ct {
+            "application/json-patch+json" => Ok(PatchKind::Json),
+            "application/merge-patch+json" => Ok(PatchKind::Merge),
+            "application/strategic-merge-patch+json" => Ok(PatchKind::Strategic),
+            other => Err(ApiError::unsupported_media_type(other)),
+        }
+    }
+
+    /// Applies the patch to `current`: 400 for a malformed patch, 422 for one that cannot
+    /// apply.
+    pub fn apply(self, resource: &listwatch_meta::Resource, current: &Value, patch: &Value) -> Result<Value, ApiError> {
+        match self {
+            PatchKind::Merge => {
+                if !patch.is_object() {
+                    return Err(ApiError::bad_request(
+                        "json: cannot unmarshal into Go value of type map[string]interface {}",
+                    ));
+                }
+                Ok(listwatch_patch::json_merge_patch(current, patch))
+            }
+            PatchKind::Json => listwatch_patch::json_patch(current, patch).map_err(patch_error),
+            PatchKind::Strategic => {
+                let schema = listwatch_patch::builtin_schema(resource.kind);
+                let schema: &dyn listwatch_patch::PatchSchema = match &schema {
+                    Some(s) => s,
+                    None => &listwatch_patch::NoSchema,
+                };
+                listwatch_patch::apply(current, patch, schema).map_err(patch_error)
+            }
+        }
+    }
+}
+
+/// A patch that is malformed answers 400, one that cannot apply 422 (kube's patch handler).
+fn patch_error(e: listwatch_patch::PatchError) -> ApiError {
+    match e.http_status() {
+        422 => ApiError::unprocessable_entity(e.to_string()),
+        _ => ApiError::bad_request(e.to_string()),
+    }
+}
+
+/// DeleteOptions from the body (optional) and the query.
+#[derive(Debug, Default)]
+pub struct DeleteOptions {
+    pub grace_period_seconds: Option<i64>,
+    pub propagation_policy: Option<String>,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<i64>,
+    pub dry_run: bool,
+}
+
+pub fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+    let mut options = DeleteOptions { dry_run: dry_run(query)?, ..Default::default() };
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        let value: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+        options.grace_period_seconds = value.get("gracePeriodSeconds").and_then(Value::as_i64);
+        options.propagation_policy = value.get("propagationPolicy").and_then(Value::as_str).map(String::from);
+        if value.get("orphanDependents").and_then(Value::as_bool) == Some(true) && options.propagation_policy.is_none()
+        {
+            options.propagation_policy = Some("Orphan".into());
+        }
+        if let Some(pre) = value.get("preconditions") {
+            options.precondition_uid = pre.get("uid").and_then(Value::as_str).map(String::from);
+            options.precondition_rv = match pre.get("resourceVersion").and_then(Value::as_str) {
+                Some(rv) => Some(
+                    rv.parse()
+                        .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion precondition {rv:?}")))?,
+                ),
+                None => None,
+            };
+        }
+        if value.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All")) {
+            options.dry_run = true;
+        }
+    }
+    if let Some(g) = query.get("gracePeriodSeconds") {
+        options.grace_period_seconds =
+            Some(g.parse().map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds {g:?}")))?);
+    }
+    if let Some(p) = query.get("propagationPolicy") {
+        options.propagation_policy = Some(p.to_string());
+    }
+    if let Some(p) = &options.propagation_policy
+        && !matches!(p.as_str(), "Orphan" | "Background" | "Foreground")
+    {
+        return Err(ApiError::invalid(
+            "",
+            "DeleteOptions",
+            "",
+            vec![StatusCause::new(
+                "FieldValueNotSupported",
+                format!("Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\""),
+                "propagationPolicy",
+            )],
+        ));
+    }
+    Ok(options)
+}
+
+/// The outcome of deleting one object.
+pub enum Deletion {
+    /// Gone: the last state at the deletion's revision.
+    Deleted(Arc<Object>),
+    /// Still there, being deleted (finalizers or a grace period): its new state.
+    Pending(Arc<Object>),
+}
+
+/// Deletes one object with kube's semantics (preconditions, finalizers, graceful deletion).
+pub async fn delete_one(
+    state: &ApiState,
+    store: &ResourceStore,
+    namespace: Option<&str>,
+    name: &str,
+    options: &DeleteOptions,
+) -> Result<Deletion, ApiError> {
+    let resource = store.resource;
+    let gr = resource.group_resource();
+    let key = store.key(store.scope(namespace), name);
+    let mut current = read_kv(store, &key).await?;
+    for _ in 0..MAX_UPDATE_ATTEMPTS {
+        let Some(kv) = current.take() else { return Err(ApiError::not_found(&gr, name)) };
+        let existing = Object::from_storage(resource, &kv.value, kv.mod_revision).map_err(ApiError::internal)?;
+        if let Some(uid) = &options.precondition_uid
+            && uid != existing.uid()
+        {
+            return Err(ApiError::conflict(
+                &gr,
+                name,
+                &format!(
+                    "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    existing.uid()
+                ),
+            ));
+        }
+        if let Some(rv) = options.precondition_rv
+            && rv != existing.resource_version()
+        {
+            return Err(ApiError::conflict(
+                &gr,
+                name,
+                &format!(
+                    "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    existing.resource_version()
+                ),
+            ));
+        }
+        let mut object = editable(&existing);
+        let policy = state.deletion_policy(resource, &object, options);
+        if policy.keep {
+            // Finalizers (or a grace period) hold it: mark it and let them finish.
+            let already = object.get("metadata").and_then(|m| m.get("deletionTimestamp")).is_some_and(|v| !v.is_null());
+            if already && !policy.changes_finalizers {
+                return Ok(Deletion::Pending(Arc::new(existing)));
+            }
+            strategy::mark_deleting(&mut object, policy.grace_seconds);
+            for f in &policy.add_finalizers {
+                let list = metadata_mut(&mut object).entry("finalizers").or_insert_with(|| json!([]));
+                if let Some(list) = list.as_array_mut()
+                    && !list.iter().any(|v| v == f)
+                {
+                    list.push(json!(f));
+                }
+            }
+            if options.dry_run {
+                let obj = Object::from_value(resource, Value::Object(object), existing.resource_version())
+                    .map_err(ApiError::internal)?;
+                return Ok(Deletion::Pending(Arc::new(obj)));
+            }
+            let bytes = to_storage_bytes(resource, Value::Object(object.clone()));
+            match store.storage.update(key.as_bytes(), bytes, kv.mod_revision).await {
+                Ok(written) => {
+                    let obj = Arc::new(
+                        Object::from_value(resource, Value::Object(object), written.revision)
+                            .map_err(ApiError::internal)?,
+                    );
+                    state.after_marked_for_deletion(store, &obj, &policy);
+                    return Ok(Deletion::Pending(obj));
+                }
+                Err(StorageError::Conflict { current: now }) => {
+                    current = now;
+                    continue;
+                }
+                Err(e) => return Err(storage_error(e)),
+            }
+        }
+        if options.dry_run {
+            return Ok(Deletion::Deleted(Arc::new(existing)));
+        }
+        match store.storage.delete(key.as_bytes(), Some(kv.mod_revision)).await {
+            Ok(deleted) => {
+                let last = Object::from_storage(resource, &deleted.prev.value, deleted.revision)
+                    .map_err(ApiError::internal)?;
+                let last = Arc::new(last);
+                state.after_deleted(store, &last, options);
+                return Ok(Deletion::Deleted(last));
+            }
+            Err(StorageError::Conflict { current: now }) => current = now,
+            Err(StorageError::NotFound) => return Err(ApiError::not_found(&gr, name)),
+            Err(e) => return Err(storage_error(e)),
+        }
+    }
+    Err(ApiError::conflict(&gr, name, "too many concurrent updates; please try again"))
+}
+
+/// DELETE of one object.
+pub async fn delete(
+    state: &ApiState,
+    store: &ResourceStore,
+    req: &ResourceRequest,
+    query: &Query,
+    body: Bytes,
+    media: MediaType,
+) -> Result<HttpResponse, ApiError> {
+    if req.subresource.is_some() {
+        return Err(ApiError::method_not_supported(&store.resource.group_resource(), "delete"));
+    }
+    let options = delete_options(query, &body)?;
+    let name = req.name.as_deref().expect("DELETE has a name");
+    match delete_one(state, store, req.namespace.as_deref(), name, &options).await? {
+        Deletion::Pending(object) => Ok(respond(store, media, 200, &object)),
+        Deletion::Deleted(object) if store.resource.delete_returns_object => Ok(respond(store, media, 200, &object)),
+        Deletion::Deleted(object) => {
+            let details = StatusDetails {
+                name: name.to_string(),
+                group: store.resource.group.to_string(),
+                kind: store.resource.plural.to_string(),
+                uid: object.uid().to_string(),
+                ..Default::default()
+            };
+            Ok(response::status(200, &Status::success(Some(details))))
+        }
+    }
+}
+
+/// DELETE of a collection: every matching object, one revision each; answers the list of
+/// what was deleted.
+pub async fn delete_collection(
+    state: &ApiState,
+    store: &ResourceStore,
+    req: &ResourceRequest,
+    query: &Query,
+    body: Bytes,
+    media: MediaType,
+) -> Result<HttpResponse, ApiError> {
+    let options = delete_options(query, &body)?;
+    let list_options = crate::options::parse(query, store.resource, false, None)?;
+    let listed = crate::list::list(store, req.namespace.as_deref(), &list_options).await?;
+    let mut deleted = Vec::new();
+    for object in &listed.items {
+        let ns = (!object.namespace().is_empty()).then_some(object.namespace());
+        match delete_one(state, store, ns, object.name(), &options).await {
+            Ok(Deletion::Deleted(o)) | Ok(Deletion::Pending(o)) => deleted.push(o),
+            Err(e) if e.code() == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let rv = deleted.iter().map(|o| o.resource_version()).max().unwrap_or(listed.resource_version);
+    let encoder = Encoder::new(store.resource, media);
+    let body = encoder.list(&deleted, rv, None, None).into_pieces();
+    Ok(response::with_body(200, encoder.content_type(), crate::body::Body::pieces(body)))
+}

@@ -1,0 +1,276 @@
+//! How objects, lists and watch events become bytes.
+//!
+//! * [`negotiate`]: which representation a request's `Accept` asks for (JSON or protobuf;
+//!   the object itself, a `Table`, or `PartialObjectMetadata`), or 406;
+//! * [`Encoder`]: encodes objects and lists in that representation. Every per-object encoding
+//!   is memoized on the object (`Object::encoded`), keyed by representation, so N watchers and
+//!   every list of an unchanged object share one `Bytes`;
+//! * [`EventEncoder`]: wraps encoded objects in watch-event envelopes; only the envelope is
+//!   built per delivery, the object bytes are shared.
+//!
+//! Table cells that depend on the clock (AGE) are spliced in at encoding time around a
+//! memoized row, so a cached row never shows a stale age.
+
+mod media;
+mod table;
+
+pub use media::{IncludeObject, MediaType, Negotiated, Output, Wire, negotiate, negotiate_stream};
+
+use bytes::{Bytes, BytesMut};
+use listwatch_meta::{Object, Resource, Status};
+use listwatch_watchcache::WatchEvent;
+use serde_json::Value;
+
+/// Memo slots of `Object::encoded` (one per representation that is not the object's own JSON).
+pub(crate) mod slot {
+    #[allow(dead_code)] // used by the protobuf encoder
+    pub const PROTOBUF: usize = 0;
+    pub const METADATA_V1: usize = 1;
+    pub const METADATA_V1BETA1: usize = 2;
+    /// Table rows: 3 + version (0: v1, 1: v1beta1) * 3 + include (None, Metadata, Object).
+    pub const TABLE_ROW_BASE: usize = 3;
+}
+
+/// Hook for protobuf (added by the protobuf work): encodes an object as `k8s\0` + Unknown.
+pub type ProtobufObjectEncoder = fn(&Resource, &Object) -> Option<Bytes>;
+
+/// Encodes objects and lists for one request.
+#[derive(Clone)]
+pub struct Encoder {
+    pub resource: &'static Resource,
+    pub media: MediaType,
+}
+
+impl Encoder {
+    pub fn new(resource: &'static Resource, media: MediaType) -> Encoder {
+        Encoder { resource, media }
+    }
+
+    /// One object, as a GET answers it.
+    pub fn object(&self, object: &Object) -> Bytes {
+        match &self.media.output {
+            Output::Object => object.json().clone(),
+            Output::PartialObjectMetadata { v1beta1 } | Output::PartialObjectMetadataList { v1beta1 } => {
+                metadata_json(object, *v1beta1)
+            }
+            Output::Table { v1beta1, include } => {
+                table::table(self.resource, std::slice::from_ref(&object), *v1beta1, *include, true, None)
+            }
+        }
+    }
+
+    /// A list. `continue_token` and `remaining` fill `ListMeta`.
+    pub fn list(
+        &self,
+        items: &[std::sync::Arc<Object>],
+        resource_version: i64,
+        continue_token: Option<&str>,
+        remaining: Option<i64>,
+    ) -> EncodedList {
+        let meta = list_meta(resource_version, continue_token, remaining);
+        match &self.media.output {
+            Output::Table { v1beta1, include } => {
+                let objects: Vec<&Object> = items.iter().map(|o| &**o).collect();
+                EncodedList::One(table::table(self.resource, &objects, *v1beta1, *include, true, Some(&meta)))
+            }
+            Output::PartialObjectMetadata { v1beta1 } | Output::PartialObjectMetadataList { v1beta1 } => {
+                let version = if *v1beta1 { "v1beta1" } else { "v1" };
+                let mut pieces = vec![Bytes::from(format!(
+                    "{{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/{version}\",\"metadata\":{},\"items\":[",
+                    meta
+                ))];
+                for (i, o) in items.iter().enumerate() {
+                    if i > 0 {
+                        pieces.push(Bytes::from_static(b","));
+                    }
+                    pieces.push(metadata_json(o, *v1beta1));
+                }
+                pieces.push(Bytes::from_static(b"]}"));
+                EncodedList::Pieces(pieces)
+            }
+            Output::Object => {
+                let mut pieces = Vec::with_capacity(items.len() * 3 + 2);
+                pieces.push(Bytes::from(format!(
+                    "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
+                    self.resource.list_kind(),
+                    self.resource.api_version(),
+                    meta
+                )));
+                for (i, o) in items.iter().enumerate() {
+                    if i > 0 {
+                        pieces.push(Bytes::from_static(b","));
+                    }
+                    pieces.extend(o.list_item_json());
+                }
+                pieces.push(Bytes::from_static(b"]}"));
+                EncodedList::Pieces(pieces)
+            }
+        }
+    }
+
+    /// `Content-Type` of responses in this representation.
+    pub fn content_type(&self) -> &'static str {
+        self.media.content_type()
+    }
+}
+
+/// An encoded list: pieces to write one after another (zero-copy), or one buffer.
+pub enum EncodedList {
+    Pieces(Vec<Bytes>),
+    One(Bytes),
+}
+
+impl EncodedList {
+    pub fn into_pieces(self) -> Vec<Bytes> {
+        match self {
+            EncodedList::Pieces(p) => p,
+            EncodedList::One(b) => vec![b],
+        }
+    }
+
+    /// One contiguous buffer.
+    pub fn concat(self) -> Bytes {
+        match self {
+            EncodedList::One(b) => b,
+            EncodedList::Pieces(p) => listwatch_meta::object::concat(&p),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            EncodedList::One(b) => b.len(),
+            EncodedList::Pieces(p) => p.iter().map(Bytes::len).sum(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn list_meta(resource_version: i64, continue_token: Option<&str>, remaining: Option<i64>) -> String {
+    let mut meta = serde_json::Map::new();
+    meta.insert("resourceVersion".into(), Value::String(resource_version.to_string()));
+    if let Some(token) = continue_token.filter(|t| !t.is_empty()) {
+        meta.insert("continue".into(), Value::String(token.into()));
+    }
+    if let Some(n) = remaining {
+        meta.insert("remainingItemCount".into(), Value::from(n));
+    }
+    Value::Object(meta).to_string()
+}
+
+/// `PartialObjectMetadata`: the object's metadata only, as metadata-only informers read it.
+pub(crate) fn metadata_json(object: &Object, v1beta1: bool) -> Bytes {
+    let slot = if v1beta1 { slot::METADATA_V1BETA1 } else { slot::METADATA_V1 };
+    object.encoded(slot, |o| {
+        let value: Value = serde_json::from_slice(o.json()).expect("an object's JSON parses");
+        let version = if v1beta1 { "v1beta1" } else { "v1" };
+        let out = serde_json::json!({
+            "kind": "PartialObjectMetadata",
+            "apiVersion": format!("meta.k8s.io/{version}"),
+            "metadata": value.get("metadata").cloned().unwrap_or(Value::Object(Default::default())),
+        });
+        Bytes::from(serde_json::to_vec(&out).expect("JSON"))
+    })
+}
+
+/// Wraps objects in watch-event envelopes for one watch.
+pub struct EventEncoder {
+    encoder: Encoder,
+    /// Table watches send column definitions only in their first event.
+    table_header_sent: bool,
+}
+
+impl EventEncoder {
+    pub fn new(encoder: Encoder) -> EventEncoder {
+        EventEncoder { encoder, table_header_sent: false }
+    }
+
+    pub fn encoder(&self) -> &Encoder {
+        &self.encoder
+    }
+
+    /// Appends the wire form of `event` to `out` as pieces.
+    pub fn event(&mut self, event: &WatchEvent, out: &mut Vec<Bytes>) {
+        match self.encoder.media.wire {
+            Wire::Json => self.json_event(event, out),
+        }
+    }
+
+    /// Appends the JSON line of `event` (`{"type":..,"object":..}\n`) to `out` as pieces; the
+    /// object's bytes are shared, only the envelope is new.
+    pub fn json_event(&mut self, event: &WatchEvent, out: &mut Vec<Bytes>) {
+        let (prefix, object): (&'static [u8], Bytes) = match event {
+            WatchEvent::Added(o) => (b"{\"type\":\"ADDED\",\"object\":", self.event_object(o)),
+            WatchEvent::Modified(o) => (b"{\"type\":\"MODIFIED\",\"object\":", self.event_object(o)),
+            WatchEvent::Deleted(o) => (b"{\"type\":\"DELETED\",\"object\":", self.event_object(o)),
+            WatchEvent::Bookmark { resource_version, initial_events_end } => {
+                (b"{\"type\":\"BOOKMARK\",\"object\":", self.bookmark(*resource_version, *initial_events_end))
+            }
+            WatchEvent::Error(e) => (b"{\"type\":\"ERROR\",\"object\":", Bytes::from(e.status().to_json())),
+        };
+        out.push(Bytes::from_static(prefix));
+        out.push(object);
+        out.push(Bytes::from_static(b"}\n"));
+    }
+
+    /// The JSON of the object an event carries, in the watch's representation.
+    pub fn event_object(&mut self, object: &Object) -> Bytes {
+        match &self.encoder.media.output {
+            Output::Table { v1beta1, include } => {
+                let with_header = !std::mem::replace(&mut self.table_header_sent, true);
+                table::table(self.encoder.resource, &[object], *v1beta1, *include, with_header, None)
+            }
+            Output::PartialObjectMetadata { v1beta1 } | Output::PartialObjectMetadataList { v1beta1 } => {
+                metadata_json(object, *v1beta1)
+            }
+            Output::Object => object.json().clone(),
+        }
+    }
+
+    /// A bookmark's object: an empty object of the watched kind (or representation) with only
+    /// the resourceVersion (and the initial-events-end annotation) set.
+    pub fn bookmark(&mut self, resource_version: i64, initial_events_end: bool) -> Bytes {
+        let mut metadata = serde_json::json!({"resourceVersion": resource_version.to_string()});
+        if initial_events_end {
+            metadata["annotations"] = serde_json::json!({"k8s.io/initial-events-end": "true"});
+        }
+        let (kind, api_version) = match &self.encoder.media.output {
+            Output::Object => (self.encoder.resource.kind.to_string(), self.encoder.resource.api_version()),
+            Output::Table { v1beta1, .. } => {
+                // A Table watch's bookmark is a Table with the resourceVersion in its ListMeta.
+                let version = if *v1beta1 { "v1beta1" } else { "v1" };
+                let mut table = serde_json::json!({
+                    "kind": "Table", "apiVersion": format!("meta.k8s.io/{version}"),
+                    "metadata": {"resourceVersion": resource_version.to_string()},
+                    "columnDefinitions": null, "rows": null,
+                });
+                if initial_events_end {
+                    // Tables have no annotations; clients read the marker from the object.
+                    table["rows"] = serde_json::json!([{"cells": [], "object": {"kind": "PartialObjectMetadata", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": metadata}}]);
+                }
+                return Bytes::from(table.to_string());
+            }
+            Output::PartialObjectMetadata { v1beta1 } | Output::PartialObjectMetadataList { v1beta1 } => (
+                "PartialObjectMetadata".to_string(),
+                format!("meta.k8s.io/{}", if *v1beta1 { "v1beta1" } else { "v1" }),
+            ),
+        };
+        Bytes::from(serde_json::json!({"kind": kind, "apiVersion": api_version, "metadata": metadata}).to_string())
+    }
+}
+
+/// A Status as JSON bytes.
+pub fn status_json(status: &Status) -> Bytes {
+    Bytes::from(status.to_json())
+}
+
+/// Joins pieces into one buffer (for transports that need one message per event).
+pub fn join(pieces: &[Bytes]) -> Bytes {
+    let mut out = BytesMut::with_capacity(pieces.iter().map(Bytes::len).sum());
+    for p in pieces {
+        out.extend_from_slice(p);
+    }
+    out.freeze()
+}

@@ -1,0 +1,184 @@
+//! `listwatch serve`: opens storage, starts the API server, writes a kubeconfig for it, and
+//! shuts down cleanly on Ctrl-C or SIGTERM.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use listwatch_apiserver::{ApiState, ServerConfig};
+use listwatch_storage::Storage;
+use listwatch_storage::etcd::{EtcdOptions, EtcdStore};
+use listwatch_storage::memory::{MemoryOptions, MemoryStore};
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// Use these etcd endpoints instead of the embedded store (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    etcd: Vec<String>,
+    /// Root of every key in storage (kube-apiserver's --etcd-prefix).
+    #[arg(long, default_value = "/registry")]
+    etcd_prefix: String,
+    /// Where the embedded store keeps its data [default: $XDG_DATA_HOME/listwatch or ~/.local/share/listwatch].
+    #[arg(long, conflicts_with_all = ["ephemeral", "etcd"])]
+    data_dir: Option<PathBuf>,
+    /// Keep the embedded store in memory only.
+    #[arg(long, conflicts_with = "etcd")]
+    ephemeral: bool,
+    /// Write a kubeconfig for this server here [default: ~/.kube/listwatch-config].
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Enable /debug/listwatch/* (compact now, drop watchers, reset a cache, inject 429s).
+    #[arg(long)]
+    enable_debug_api: bool,
+    /// Serve reads and watches from watch caches.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    watch_cache: bool,
+    /// Per-resource watch cache switches, e.g. `events=true,pods=false` (plural or plural.group).
+    #[arg(long, value_delimiter = ',')]
+    watch_cache_resources: Vec<String>,
+    /// Keep at least this much watch history in each cache.
+    #[arg(long, default_value = "75s", value_parser = humantime::parse_duration)]
+    watch_cache_window: Duration,
+    /// Never keep more events than this in a cache.
+    #[arg(long, default_value_t = 102_400)]
+    watch_cache_max_events: usize,
+    /// Capacity of each cache watcher's queue.
+    #[arg(long, default_value_t = 100)]
+    watcher_queue: usize,
+    /// How often a watcher that asked for bookmarks gets one.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    bookmark_interval: Duration,
+    /// Watches without timeoutSeconds last a random time in [this, 2× this).
+    #[arg(long, default_value = "1800s", value_parser = humantime::parse_duration)]
+    min_request_timeout: Duration,
+    /// Compact storage to the revision seen one interval earlier (0 disables).
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    compaction_interval: Duration,
+    /// Progress notification period of the embedded store (etcd's is set on etcd).
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    progress_notify_interval: Duration,
+}
+
+fn default_data_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("XDG_DATA_HOME") {
+        return PathBuf::from(dir).join("listwatch");
+    }
+    home().join(".local/share/listwatch")
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn server_config(args: &ServeArgs, advertise: String) -> anyhow::Result<ServerConfig> {
+    let mut overrides = Vec::new();
+    for entry in &args.watch_cache_resources {
+        let (name, on) = entry
+            .split_once('=')
+            .with_context(|| format!("--watch-cache-resources wants name=true|false, got {entry:?}"))?;
+        let on: bool = on.parse().with_context(|| format!("--watch-cache-resources: {on:?} is not true or false"))?;
+        overrides.push((name.to_string(), on));
+    }
+    let mut config = ServerConfig {
+        storage_root: args.etcd_prefix.clone(),
+        watch_cache: args.watch_cache,
+        watch_cache_overrides: overrides,
+        min_request_timeout: args.min_request_timeout,
+        enable_debug_api: args.enable_debug_api,
+        compaction_interval: args.compaction_interval,
+        advertise_address: advertise,
+        ..Default::default()
+    };
+    config.cache.window = args.watch_cache_window;
+    config.cache.max_events = args.watch_cache_max_events;
+    config.cache.watcher_queue = args.watcher_queue;
+    config.cache.bookmark_interval = args.bookmark_interval;
+    Ok(config)
+}
+
+/// The opened storage, what to call it in logs, and the embedded store (to close on exit).
+struct Opened {
+    storage: Arc<dyn Storage>,
+    described: String,
+    memory: Option<MemoryStore>,
+}
+
+async fn open_storage(args: &ServeArgs) -> anyhow::Result<Opened> {
+    if !args.etcd.is_empty() {
+        let store = EtcdStore::connect(&args.etcd, EtcdOptions::default()).await.context("connecting to etcd")?;
+        return Ok(Opened {
+            storage: Arc::new(store),
+            described: format!("etcd at {}", args.etcd.join(",")),
+            memory: None,
+        });
+    }
+    let progress_notify_interval = args.progress_notify_interval;
+    let (data_dir, described) = if args.ephemeral {
+        (None, "the embedded store, in memory only".to_string())
+    } else {
+        let dir = args.data_dir.clone().unwrap_or_else(default_data_dir);
+        let described = format!("the embedded store in {}", dir.display());
+        (Some(dir), described)
+    };
+    let store = MemoryStore::open(MemoryOptions { data_dir: data_dir.clone(), progress_notify_interval })
+        .with_context(|| format!("opening {described}"))?;
+    Ok(Opened { storage: Arc::new(store.clone()), described, memory: Some(store) })
+}
+
+fn write_kubeconfig(path: &std::path::Path, server: &str) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: listwatch\n  cluster:\n    server: {server}\ncontexts:\n- name: listwatch\n  context:\n    cluster: listwatch\n    user: listwatch\n    namespace: default\ncurrent-context: listwatch\nusers:\n- name: listwatch\n  user: {{}}\n"
+    );
+    std::fs::write(path, text).with_context(|| format!("writing the kubeconfig {}", path.display()))
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("binding {}", args.addr))?;
+    let addr = listener.local_addr()?;
+    let server = format!("http://{addr}");
+    let Opened { storage, described, memory } = open_storage(&args).await?;
+    let state =
+        ApiState::start(server_config(&args, addr.to_string())?, storage).await.context("starting the API server")?;
+    let kubeconfig = args.kubeconfig.clone().unwrap_or_else(|| home().join(".kube/listwatch-config"));
+    write_kubeconfig(&kubeconfig, &server)?;
+    let serving = tokio::spawn(listwatch_apiserver::serve(listener, state.clone(), shutdown_signal()));
+    let ready = state.wait_ready(Duration::from_secs(60)).await;
+    tracing::info!(
+        ready,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "serving the Kubernetes API on {server} from {described}"
+    );
+    eprintln!("listwatch is serving on {server}; kubeconfig written to {}", kubeconfig.display());
+    eprintln!("try: kubectl --kubeconfig {} get pods", kubeconfig.display());
+    serving.await?;
+    if let Some(memory) = memory {
+        memory.close();
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
