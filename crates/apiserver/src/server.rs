@@ -363,9 +363,15 @@ async fn route(
     {
         return Err(ApiError::not_found_path());
     }
-    if !resource.has_verb(req.verb.as_str())
-        || (req.subresource.is_some() && matches!(req.verb, Verb::Create | Verb::Delete))
-    {
+    // Verbs the kind lacks, and methods on paths that do not take them (PUT or PATCH of a
+    // collection, POST to an object), are 405 as go-restful answers them.
+    let wrong_path = match req.verb {
+        Verb::Update | Verb::Patch => req.name.is_none(),
+        Verb::Create => req.name.is_some(),
+        Verb::Delete | Verb::DeleteCollection => req.subresource.is_some(),
+        _ => false,
+    };
+    if !resource.has_verb(req.verb.as_str()) || wrong_path {
         return Err(ApiError::method_not_supported(&resource.group_resource(), req.verb.as_str()));
     }
     let accept = parts.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok());

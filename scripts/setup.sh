@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what building listwatch needs and is not on a fresh machine, then prints the
+# environment the other scripts use. Sourced by serve.sh and test.sh:
+#
+#   . scripts/setup.sh
+#
+# * protoc and Google's well-known .proto files (Debian's protobuf-compiler and libprotobuf-dev):
+#   etcd-client and our own protobuf schemas are compiled at build time;
+# * the build cache lives outside the clone, in ${LISTWATCH_CACHE:-$HOME/.cache/listwatch}/target,
+#   so a fresh clone (CI) does not rebuild from nothing. Override with CARGO_TARGET_DIR.
+
+LISTWATCH_CACHE="${LISTWATCH_CACHE:-${HOME:?HOME is not set}/.cache/listwatch}"
+export LISTWATCH_CACHE
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$LISTWATCH_CACHE/target}"
+mkdir -p "$LISTWATCH_CACHE"
+
+listwatch_apt_install() {
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null || { echo "setup.sh: need root or sudo to install $*" >&2; return 1; }
+        sudo=(sudo)
+    fi
+    echo "setup.sh: installing $*" >&2
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "$@" >&2 \
+        || { "${sudo[@]}" apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "$@" >&2; }
+}
+
+if ! command -v protoc >/dev/null 2>&1 || [ ! -f /usr/include/google/protobuf/descriptor.proto ]; then
+    listwatch_apt_install protobuf-compiler libprotobuf-dev
+fi

@@ -1,0 +1,240 @@
+//! LIST with kube-apiserver's resourceVersion, resourceVersionMatch and paging semantics
+//! (spec §1.4 and §7), and writes that race.
+
+use serde_json::{Value, json};
+
+use crate::on_both_backends;
+use crate::support::{Backend, Server};
+
+on_both_backends!(
+    resource_version_table,
+    pages_share_one_revision,
+    concurrent_patches_all_succeed,
+    unchanged_update_keeps_the_revision
+);
+
+mod compaction {
+    use crate::support::Backend;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn memory() {
+        super::paging_across_compaction(Backend::Memory).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn etcd() {
+        super::paging_across_compaction(Backend::PrivateEtcd).await
+    }
+}
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+fn rv(v: &Value) -> i64 {
+    v["metadata"]["resourceVersion"].as_str().expect("a resourceVersion").parse().expect("numeric")
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap().to_string()).collect()
+}
+
+async fn create(server: &Server, name: &str, data: &str) -> i64 {
+    let (code, body) = server
+        .post_json(CMS, &json!({"metadata": {"name": name, "labels": {"set": "table"}}, "data": {"v": data}}))
+        .await;
+    assert_eq!(code, 201, "{body}");
+    rv(&body)
+}
+
+async fn list(server: &Server, query: &str) -> Value {
+    let (code, body) = server.get(&format!("{CMS}?{query}")).await;
+    assert_eq!(code, 200, "{query}: {body}");
+    body
+}
+
+async fn resource_version_table(backend: Backend) {
+    let server = Server::start("list-rv-table", backend, &[]).await;
+    let r1 = create(&server, "a", "1").await;
+    let r2 = create(&server, "b", "1").await;
+    let (_, b) = server
+        .send("PATCH", &format!("{CMS}/b"), "application/merge-patch+json", json!({"data": {"v": "2"}}).to_string())
+        .await;
+    let r3 = rv(&b);
+
+    // Unset: the most recent state (consistent).
+    let latest = list(&server, "").await;
+    assert!(rv(&latest) >= r3);
+    assert_eq!(names(&latest), ["a", "b"]);
+    assert_eq!(latest["kind"], "ConfigMapList");
+    assert!(latest["items"][0].get("kind").is_none(), "typed list items carry no kind");
+    // "0": any state the server has, limit ignored (served from the cache).
+    let any = list(&server, "resourceVersion=0&limit=1").await;
+    assert_eq!(names(&any).len(), 2);
+    assert!(any["metadata"].get("continue").is_none());
+    // N without limit: not older than N.
+    let not_older = list(&server, &format!("resourceVersion={r2}")).await;
+    assert!(rv(&not_older) >= r2);
+    // N with limit (legacy exact) and Exact: the state at exactly N.
+    for query in [format!("resourceVersion={r2}&limit=10"), format!("resourceVersion={r2}&resourceVersionMatch=Exact")]
+    {
+        let exact = list(&server, &query).await;
+        assert_eq!(rv(&exact), r2, "{query}");
+        let b_at_r2 = exact["items"].as_array().unwrap().iter().find(|i| i["metadata"]["name"] == "b").unwrap();
+        assert_eq!(b_at_r2["data"]["v"], "1", "{query}: b as it was at {r2}");
+    }
+    let at_r1 = list(&server, &format!("resourceVersion={r1}&resourceVersionMatch=Exact")).await;
+    assert_eq!(names(&at_r1), ["a"]);
+    // NotOlderThan.
+    let not_older_than = list(&server, &format!("resourceVersion={r1}&resourceVersionMatch=NotOlderThan")).await;
+    assert!(rv(&not_older_than) >= r3 || rv(&not_older_than) >= r1);
+
+    // The invalid cells: 422 Invalid on ListOptions, or 400.
+    for (query, code, fragment) in [
+        (
+            "resourceVersionMatch=Exact",
+            422,
+            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ),
+        (
+            "resourceVersion=0&resourceVersionMatch=Exact",
+            422,
+            "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+        ),
+        ("resourceVersion=1&resourceVersionMatch=Sometimes", 422, "Unsupported value: \"Sometimes\""),
+        ("sendInitialEvents=true", 422, "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"),
+        ("resourceVersion=abc", 400, "invalid resource version"),
+        ("limit=x", 400, "limit"),
+    ] {
+        let (got, body) = server.get(&format!("{CMS}?{query}")).await;
+        assert_eq!(got, code, "{query}: {body}");
+        assert!(body["message"].as_str().unwrap().contains(fragment), "{query}: {body}");
+        if code == 422 {
+            assert_eq!(body["details"]["kind"], "ListOptions");
+            assert_eq!(body["details"]["group"], "meta.k8s.io");
+            assert!(body["message"].as_str().unwrap().starts_with("ListOptions.meta.k8s.io \"\" is invalid: "));
+        }
+    }
+    // A continue token with a resourceVersion, or with resourceVersionMatch.
+    let page = list(&server, "limit=1").await;
+    let token = page["metadata"]["continue"].as_str().unwrap().to_string();
+    let (code, body) = server.get(&format!("{CMS}?limit=1&continue={token}&resourceVersion={r1}")).await;
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(body["message"], "specifying resource version is not allowed when using continue");
+    let (code, _) = server
+        .get(&format!("{CMS}?limit=1&continue={token}&resourceVersion={r1}&resourceVersionMatch=NotOlderThan"))
+        .await;
+    assert_eq!(code, 422);
+    let (code, body) = server.get(&format!("{CMS}?limit=1&continue=garbage")).await;
+    assert_eq!(code, 400, "{body}");
+    assert!(body["message"].as_str().unwrap().starts_with("invalid continue token"));
+}
+
+async fn pages_share_one_revision(backend: Backend) {
+    let server = Server::start("list-pages", backend, &[]).await;
+    for i in 0..7 {
+        create(&server, &format!("cm-{i:02}"), "x").await;
+    }
+    let mut seen = Vec::new();
+    let mut query = "limit=3".to_string();
+    let mut revision = None;
+    let mut remaining = Vec::new();
+    loop {
+        let page = list(&server, &query).await;
+        revision.get_or_insert(rv(&page));
+        assert_eq!(Some(rv(&page)), revision, "every page at the same revision");
+        // A write between pages does not show up in later pages.
+        if seen.is_empty() {
+            create(&server, "cm-zz-late", "x").await;
+        }
+        seen.extend(names(&page));
+        match page["metadata"]["continue"].as_str() {
+            Some(token) if !token.is_empty() => {
+                remaining.push(
+                    page["metadata"]["remainingItemCount"].as_i64().expect("remainingItemCount while continuing"),
+                );
+                query = format!("limit=3&continue={token}");
+            }
+            _ => {
+                assert!(page["metadata"].get("remainingItemCount").is_none());
+                break;
+            }
+        }
+    }
+    assert_eq!(seen, (0..7).map(|i| format!("cm-{i:02}")).collect::<Vec<_>>());
+    assert_eq!(remaining, [4, 1]);
+    // With a selector there is no remainingItemCount.
+    let filtered = list(&server, "limit=2&labelSelector=set%3Dtable").await;
+    assert!(filtered["metadata"]["continue"].as_str().is_some());
+    assert!(filtered["metadata"].get("remainingItemCount").is_none());
+}
+
+async fn paging_across_compaction(backend: Backend) {
+    let server = Server::start("list-paging-compaction", backend, &[]).await;
+    for i in 0..5 {
+        create(&server, &format!("p-{i}"), "x").await;
+    }
+    let first = list(&server, "limit=2").await;
+    let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+    // More writes, then compaction past the first page's revision.
+    create(&server, "p-9", "x").await;
+    server.debug("compact").await;
+    let (code, expired) = server.get(&format!("{CMS}?limit=2&continue={token}")).await;
+    assert_eq!(code, 410, "{expired}");
+    assert_eq!(expired["reason"], "Expired");
+    assert!(
+        expired["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("The provided continue parameter is too old to display a consistent list result.")
+    );
+    let inconsistent =
+        expired["metadata"]["continue"].as_str().expect("a continue token for an inconsistent list").to_string();
+    // The inconsistent continuation lists the rest, at a newer revision, including the new write.
+    let rest = list(&server, &format!("limit=10&continue={inconsistent}")).await;
+    assert!(rv(&rest) > rv(&first));
+    assert_eq!(names(&rest), ["p-2", "p-3", "p-4", "p-9"]);
+    // An exact list at the compacted revision is gone too.
+    let (code, body) = server.get(&format!("{CMS}?resourceVersion={}&resourceVersionMatch=Exact", rv(&first))).await;
+    assert_eq!(code, 410, "{body}");
+    assert_eq!(body["message"], "The resourceVersion for the provided list is too old.");
+}
+
+async fn concurrent_patches_all_succeed(backend: Backend) {
+    let server = Server::start("list-concurrent-patches", backend, &[]).await;
+    create(&server, "target", "x").await;
+    let patches = (0..20).map(|i| {
+        let server = &server;
+        async move {
+            let patch = json!({"metadata": {"labels": {format!("l{i}"): "on"}}}).to_string();
+            server.send("PATCH", &format!("{CMS}/target"), "application/merge-patch+json", patch).await
+        }
+    });
+    for (code, body) in futures::future::join_all(patches).await {
+        assert_eq!(code, 200, "{body}");
+    }
+    let (_, object) = server.get(&format!("{CMS}/target")).await;
+    let labels = object["metadata"]["labels"].as_object().unwrap();
+    assert_eq!(labels.len(), 21, "every patch landed: {labels:?}");
+}
+
+async fn unchanged_update_keeps_the_revision(backend: Backend) {
+    let server = Server::start("list-noop-update", backend, &[]).await;
+    let created = create(&server, "same", "x").await;
+    let (code, body) = server
+        .send("PATCH", &format!("{CMS}/same"), "application/merge-patch+json", json!({"data": {"v": "x"}}).to_string())
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(rv(&body), created, "a patch that changes nothing writes nothing");
+    // dryRun=All writes nothing either.
+    let (code, body) = server
+        .send(
+            "PATCH",
+            &format!("{CMS}/same?dryRun=All"),
+            "application/merge-patch+json",
+            json!({"data": {"v": "y"}}).to_string(),
+        )
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(body["data"]["v"], "y");
+    assert_eq!(server.get(&format!("{CMS}/same")).await.1["data"]["v"], "x");
+    let (code, _) = server.post_json(&format!("{CMS}?dryRun=All"), &json!({"metadata": {"name": "dry"}})).await;
+    assert_eq!(code, 201);
+    assert_eq!(server.get(&format!("{CMS}/dry")).await.0, 404);
+}

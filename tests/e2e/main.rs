@@ -1,0 +1,7 @@
+//! End-to-end tests: the built `listwatch` binary, real etcd, real kubectl and raw HTTP.
+
+mod support;
+
+mod api_errors;
+mod kubectl;
+mod listing;
