@@ -5,3 +5,4 @@ mod support;
 mod api_errors;
 mod kubectl;
 mod listing;
+mod watching;

@@ -291,3 +291,99 @@ macro_rules! on_both_backends {
         }
     };
 }
+
+/// A watch over chunked HTTP, parsed line by line from the byte stream.
+pub struct Watch {
+    stream: std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    buffer: Vec<u8>,
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl Watch {
+    /// Opens `path` (which must ask for a watch) on `server`.
+    pub async fn open(server: &Server, path: &str) -> Watch {
+        Watch::open_with(&server.http, &server.api(path)).await
+    }
+
+    pub async fn open_with(client: &reqwest::Client, url: &str) -> Watch {
+        let response = client.get(url).send().await.expect("watch request");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        Watch { stream: Box::pin(response.bytes_stream()), buffer: Vec::new(), status, headers }
+    }
+
+    /// The next event, or `None` when the stream ended; panics after `timeout`.
+    #[track_caller]
+    pub fn next(&mut self, timeout: Duration) -> impl std::future::Future<Output = Option<Value>> + '_ {
+        let caller = std::panic::Location::caller();
+        async move {
+            match tokio::time::timeout(timeout, self.next_event()).await {
+                Ok(event) => event,
+                Err(_) => panic!("no watch event within {timeout:?} (at {caller})"),
+            }
+        }
+    }
+
+    async fn next_event(&mut self) -> Option<Value> {
+        use futures::StreamExt;
+        loop {
+            if let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buffer.drain(..=end).collect();
+                return Some(serde_json::from_slice(&line).expect("each line is one JSON event"));
+            }
+            match self.stream.next().await {
+                Some(Ok(chunk)) => self.buffer.extend_from_slice(&chunk),
+                Some(Err(e)) => panic!("watch stream broke: {e}"),
+                None => {
+                    assert!(self.buffer.is_empty(), "the stream ended inside an event");
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Events until one with resourceVersion `rv` (inclusive), skipping bookmarks.
+    pub async fn until_rv(&mut self, rv: i64, timeout: Duration) -> Vec<Value> {
+        let mut out = Vec::new();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let event = self
+                .next(left.max(Duration::from_millis(1)))
+                .await
+                .unwrap_or_else(|| panic!("the watch ended before {rv}: {out:?}"));
+            if event["type"] == "BOOKMARK" {
+                continue;
+            }
+            let at = event_rv(&event);
+            out.push(event);
+            if at >= rv {
+                return out;
+            }
+        }
+    }
+}
+
+/// The resourceVersion of a watch event's object.
+pub fn event_rv(event: &Value) -> i64 {
+    event["object"]["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+/// `(type, name, resourceVersion)` of an event.
+pub fn summary(event: &Value) -> (String, String, i64) {
+    (
+        event["type"].as_str().unwrap_or("").to_string(),
+        event["object"]["metadata"]["name"].as_str().unwrap_or("").to_string(),
+        event_rv(event),
+    )
+}
+
+/// A metric's value from `/metrics` (the sum over series whose labels contain `labels`).
+pub async fn metric(server: &Server, name: &str, labels: &str) -> f64 {
+    let text = server.http.get(server.api("/metrics")).send().await.expect("metrics").text().await.expect("text");
+    text.lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']) && l.contains(labels))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
