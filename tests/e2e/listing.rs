@@ -13,6 +13,13 @@ on_both_backends!(
     unchanged_update_keeps_the_revision
 );
 
+mod restart {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn memory_store_keeps_objects_and_revisions() {
+        super::restart_keeps_objects_and_revisions().await
+    }
+}
+
 mod compaction {
     use crate::support::Backend;
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -237,4 +244,19 @@ async fn unchanged_update_keeps_the_revision(backend: Backend) {
     let (code, _) = server.post_json(&format!("{CMS}?dryRun=All"), &json!({"metadata": {"name": "dry"}})).await;
     assert_eq!(code, 201);
     assert_eq!(server.get(&format!("{CMS}/dry")).await.0, 404);
+}
+
+async fn restart_keeps_objects_and_revisions() {
+    let mut server = Server::start("list-restart", Backend::Memory, &[]).await;
+    for i in 0..5 {
+        create(&server, &format!("r{i}"), "x").await;
+    }
+    let before = list(&server, "").await;
+    // SIGKILL: acknowledged writes are durable, and the revision counter continues.
+    server.kill();
+    server.restart().await;
+    let after = list(&server, "").await;
+    assert_eq!(after["items"], before["items"]);
+    let next = create(&server, "r9", "x").await;
+    assert!(next > rv(&before), "{next} after {}", rv(&before));
 }

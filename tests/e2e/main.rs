@@ -3,6 +3,7 @@
 mod support;
 
 mod api_errors;
+mod gates;
 mod kubectl;
 mod listing;
 mod watching;

@@ -42,6 +42,32 @@ impl Server {
     /// Starts a server for test `name` with the debug API on, no compactor, and `extra` flags.
     pub async fn start(name: &str, backend: Backend, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("a temporary directory");
+        let (storage, etcd) = match backend {
+            Backend::Memory => (vec!["--data-dir".to_string(), dir.path().join("data").display().to_string()], None),
+            Backend::Etcd => (
+                vec![
+                    "--etcd".to_string(),
+                    shared_endpoints().await.join(","),
+                    "--etcd-prefix".to_string(),
+                    format!("{}registry", unique_prefix(name)),
+                ],
+                None,
+            ),
+            Backend::PrivateEtcd => {
+                let process = EtcdProcess::start(EtcdProcessOptions::default()).await;
+                (vec!["--etcd".to_string(), process.endpoint().to_string()], Some(process))
+            }
+        };
+        Server::start_with_storage(dir, storage, etcd, extra).await
+    }
+
+    /// Starts a server on the given storage flags (and keeps `etcd` alive with it).
+    pub async fn start_with_storage(
+        dir: tempfile::TempDir,
+        storage: Vec<String>,
+        etcd: Option<EtcdProcess>,
+        extra: &[&str],
+    ) -> Server {
         let kubeconfig = dir.path().join("kubeconfig");
         let mut args: Vec<String> = vec![
             "serve".into(),
@@ -51,21 +77,7 @@ impl Server {
             "--compaction-interval".into(),
             "0s".into(),
         ];
-        let mut etcd = None;
-        match backend {
-            Backend::Memory => {
-                args.extend(["--data-dir".into(), dir.path().join("data").display().to_string()]);
-            }
-            Backend::Etcd => {
-                args.extend(["--etcd".into(), shared_endpoints().await.join(",")]);
-                args.extend(["--etcd-prefix".into(), format!("{}registry", unique_prefix(name))]);
-            }
-            Backend::PrivateEtcd => {
-                let process = EtcdProcess::start(EtcdProcessOptions::default()).await;
-                args.extend(["--etcd".into(), process.endpoint().to_string()]);
-                etcd = Some(process);
-            }
-        }
+        args.extend(storage);
         args.extend(extra.iter().map(|s| s.to_string()));
         let mut server = Server {
             child: None,

@@ -17,6 +17,7 @@ on_both_backends!(
     watch_from_before_the_window_gets_410,
     uncached_watch_past_compaction_gets_410,
     client_disconnect_frees_the_watcher,
+    watch_headers_and_timeout,
 );
 
 mod etcd_restart {
@@ -313,4 +314,21 @@ async fn etcd_killed_mid_stream() {
     let events = cached.until_rv(*revisions.last().unwrap(), Duration::from_secs(60)).await;
     assert_eq!(events.iter().map(event_rv).collect::<Vec<_>>(), revisions, "every event exactly once");
     server.kill();
+}
+
+async fn watch_headers_and_timeout(backend: Backend) {
+    let server = Server::start("watch-headers", backend, &[]).await;
+    let started = Instant::now();
+    // Headers arrive at once, before any event exists.
+    let mut w =
+        Watch::open(&server, &format!("{CMS}?watch&resourceVersion={}&timeoutSeconds=1", current_rv(&server).await))
+            .await;
+    assert_eq!(w.status, 200);
+    assert_eq!(w.headers["content-type"], "application/json");
+    assert_eq!(w.headers["cache-control"], "no-cache, private");
+    assert_eq!(w.headers["transfer-encoding"], "chunked");
+    // At the deadline the body simply ends.
+    assert!(w.next(SECONDS).await.is_none());
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(4), "{took:?}");
 }

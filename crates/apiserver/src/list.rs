@@ -54,11 +54,17 @@ pub async fn list(
             (RequestedVersion::Unset, None) if store.consistent_reads_from_cache => {
                 // A consistent read from the cache; storage if the cache does not catch up.
                 match cache.wait_consistent().await {
-                    Ok(rv) => Some((Some(rv), true)),
+                    Ok(rv) => {
+                        crate::metrics::consistent_read(store.resource, true);
+                        Some((Some(rv), true))
+                    }
                     Err(CacheError::NotReady { retry_after_seconds }) => {
                         return Err(ApiError::too_many_requests("storage is (re)initializing", retry_after_seconds));
                     }
-                    Err(_) => None,
+                    Err(_) => {
+                        crate::metrics::consistent_read(store.resource, false);
+                        None
+                    }
                 }
             }
             _ => None,

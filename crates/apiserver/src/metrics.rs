@@ -22,6 +22,7 @@ struct Metrics {
     terminated_watchers: IntCounterVec,
     cache_initializations: IntCounterVec,
     undecodable: IntCounterVec,
+    consistent_reads: IntCounterVec,
     storage_objects: IntGaugeVec,
     cache_window_events: IntGaugeVec,
     cache_window_oldest: IntGaugeVec,
@@ -99,6 +100,12 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             "Counter of watch cache initializations broken by resource type.",
             &["group", "resource"],
         ),
+        consistent_reads: counter(
+            &r,
+            "apiserver_watch_cache_consistent_read_total",
+            "Counter for consistent reads from cache.",
+            &["resource", "success", "fallback"],
+        ),
         undecodable: counter(
             &r,
             "listwatch_storage_undecodable_objects_total",
@@ -174,6 +181,12 @@ pub fn watch_event_sent(resource: &Resource, bytes: usize) {
     let labels = [resource.group, resource.version, resource.kind];
     METRICS.watch_events.with_label_values(&labels).inc();
     METRICS.watch_event_sizes.with_label_values(&labels).observe(bytes as f64);
+}
+
+/// A consistent LIST tried from the cache: served by it (`success`), or by storage after it.
+pub fn consistent_read(resource: &Resource, success: bool) {
+    let labels = [resource.plural, if success { "true" } else { "false" }, if success { "false" } else { "true" }];
+    METRICS.consistent_reads.with_label_values(&labels).inc();
 }
 
 pub fn undecodable_object(resource: &str) {
