@@ -6,4 +6,5 @@ mod api_errors;
 mod gates;
 mod kubectl;
 mod listing;
+mod semantics;
 mod watching;

@@ -12,6 +12,7 @@ mod body_in;
 mod controllers;
 mod debug;
 pub mod discovery;
+mod gc;
 mod list;
 mod metrics;
 mod openapi;

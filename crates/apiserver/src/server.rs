@@ -120,6 +120,7 @@ impl ApiState {
             shutdown_tx,
             namespace_cleanup: cleanup_tx,
         });
+        crate::gc::start(&state).await.map_err(|e| StorageError::Unavailable(e.to_string()))?;
         state.bootstrap_namespaces().await?;
         tokio::spawn(crate::controllers::namespace_cleanup(Arc::downgrade(&state), cleanup_rx));
         if !state.config.compaction_interval.is_zero() {
@@ -240,9 +241,6 @@ impl ApiState {
             crate::controllers::remove_after_grace(self, store, object, policy.grace_seconds);
         }
     }
-
-    /// After an object was removed from storage.
-    pub fn after_deleted(&self, _store: &ResourceStore, _object: &Arc<Object>, _options: &write::DeleteOptions) {}
 }
 
 fn cache_enabled(config: &ServerConfig, resource: &Resource) -> bool {

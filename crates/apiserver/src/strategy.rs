@@ -185,8 +185,14 @@ pub fn finalizers(object: &Map<String, Value>) -> Vec<String> {
 }
 
 /// Marks an object as being deleted (a MODIFIED, not a DELETED): finalizers or a grace period
-/// keep it.
-pub fn mark_deleting(object: &mut Map<String, Value>, grace_seconds: i64) {
+/// keep it. A namespace also turns Terminating.
+pub fn mark_deleting(resource: &Resource, object: &mut Map<String, Value>, grace_seconds: i64) {
+    if resource.group.is_empty() && resource.kind == "Namespace" {
+        let status = object.entry("status").or_insert_with(|| json!({}));
+        if let Some(status) = status.as_object_mut() {
+            status.insert("phase".into(), json!("Terminating"));
+        }
+    }
     let meta = metadata(object);
     let when = std::time::SystemTime::now() + std::time::Duration::from_secs(grace_seconds.max(0) as u64);
     meta.entry("deletionTimestamp")

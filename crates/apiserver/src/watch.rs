@@ -39,7 +39,7 @@ pub enum Source {
 }
 
 impl Source {
-    async fn next_batch(&mut self, out: &mut Vec<WatchEvent>) -> bool {
+    pub(crate) async fn next_batch(&mut self, out: &mut Vec<WatchEvent>) -> bool {
         match self {
             Source::Cache(w) => w.next_batch(out, MAX_EVENTS_PER_WRITE).await,
             Source::Direct(w) => w.next_batch(out, MAX_EVENTS_PER_WRITE).await,

@@ -557,7 +557,7 @@ pub async fn delete_one(
             if already && !policy.changes_finalizers {
                 return Ok(Deletion::Pending(Arc::new(existing)));
             }
-            strategy::mark_deleting(&mut object, policy.grace_seconds);
+            strategy::mark_deleting(resource, &mut object, policy.grace_seconds);
             for f in &policy.add_finalizers {
                 let list = metadata_mut(&mut object).entry("finalizers").or_insert_with(|| json!([]));
                 if let Some(list) = list.as_array_mut()
@@ -596,7 +596,6 @@ pub async fn delete_one(
                 let last = Object::from_storage(resource, &deleted.prev.value, deleted.revision)
                     .map_err(ApiError::internal)?;
                 let last = Arc::new(last);
-                state.after_deleted(store, &last, options);
                 return Ok(Deletion::Deleted(last));
             }
             Err(StorageError::Conflict { current: now }) => current = now,
