@@ -1,7 +1,10 @@
 //! `listwatch`: a faithful, fast, scriptable Kubernetes list-watch apiserver.
 //!
 //! * `listwatch serve`: the API server (embedded store by default, real etcd with `--etcd`).
+//! * `listwatch bench`: load generators that measure a server from a separate process (watch
+//!   fan-out, creates, LISTs).
 
+mod bench;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -17,6 +20,8 @@ struct Cli {
 enum Command {
     /// Serve the Kubernetes API.
     Serve(serve::ServeArgs),
+    /// Measure a server: watch fan-out, creates, LISTs (starts one unless --server is given).
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -31,5 +36,6 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match cli.command {
         Command::Serve(args) => runtime.block_on(serve::run(args)),
+        Command::Bench(args) => runtime.block_on(bench::run(args)),
     }
 }

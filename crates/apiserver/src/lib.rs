@@ -21,6 +21,7 @@ pub mod request;
 mod resource;
 mod response;
 mod scale;
+mod schema;
 pub mod server;
 mod strategy;
 mod watch;

@@ -38,3 +38,14 @@ pub fn error(e: &ApiError) -> HttpResponse {
 pub fn status(code: u16, status: &Status) -> HttpResponse {
     json(code, Bytes::from(status.to_json()))
 }
+
+/// Adds one `Warning: 299 - "<text>"` header per warning (kube-apiserver's warning headers).
+pub fn with_warnings(mut response: HttpResponse, warnings: &[String]) -> HttpResponse {
+    for warning in warnings {
+        let escaped = warning.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(value) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            response.headers_mut().append(header::WARNING, value);
+        }
+    }
+    response
+}

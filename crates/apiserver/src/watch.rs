@@ -172,10 +172,16 @@ async fn uncached(
         (Some(false) | None, RequestedVersion::At(n)) => DirectStart::After(n),
         (_, RequestedVersion::Unset | RequestedVersion::Any) => DirectStart::ListThenWatch { min_resource_version: 0 },
     };
+    // kube-apiserver's WatchList defaulting happens before the storage path is chosen: a
+    // watch from "" or "0" is a streaming list there too.
+    let streaming = match options.send_initial_events {
+        Some(initial) => initial,
+        None => matches!(options.resource_version, RequestedVersion::Unset | RequestedVersion::Any),
+    };
     let direct_options = DirectOptions {
         start,
         predicate: store.predicate(options),
-        initial_events_end_bookmark: options.send_initial_events == Some(true) && options.allow_watch_bookmarks,
+        initial_events_end_bookmark: streaming && options.allow_watch_bookmarks,
     };
     let watcher = direct::watch(
         &store.storage,

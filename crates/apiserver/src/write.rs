@@ -20,6 +20,7 @@ use listwatch_storage::{KeyRange, KeyValue, RangeRequest, StorageError};
 use serde_json::{Map, Value, json};
 
 use crate::body_in;
+use crate::schema::{self, FieldValidation};
 use crate::request::{Query, ResourceRequest};
 use crate::resource::{ResourceStore, storage_error};
 use crate::response::{self, HttpResponse};
@@ -37,15 +38,6 @@ fn dry_run(query: &Query) -> Result<bool, ApiError> {
         Some(other) => {
             Err(ApiError::bad_request(format!("dryRun: Unsupported value: \"{other}\": supported values: \"All\"")))
         }
-    }
-}
-
-fn check_field_validation(query: &Query) -> Result<(), ApiError> {
-    match query.get("fieldValidation") {
-        None | Some("") | Some("Strict") | Some("Warn") | Some("Ignore") => Ok(()),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
-        ))),
     }
 }
 
@@ -87,6 +79,22 @@ fn reconcile_namespace(
     }
 }
 
+/// The request body as an object: JSON (checked and normalized against the schema) or
+/// protobuf; 415 for anything else. Returns the object and the warnings to send.
+fn decode_body(
+    resource: &listwatch_meta::Resource,
+    headers: &HeaderMap,
+    body: &[u8],
+    validation: FieldValidation,
+) -> Result<(Map<String, Value>, Vec<String>), ApiError> {
+    if body_in::content_type(headers) == "application/vnd.kubernetes.protobuf" {
+        let object = schema::decode_protobuf(resource, body)?;
+        return schema::decode(resource, object, schema::Source::Body(b""), validation);
+    }
+    let object = body_in::decode_object(headers, body, resource)?;
+    schema::decode(resource, object, schema::Source::Body(body), validation)
+}
+
 fn respond(store: &ResourceStore, media: MediaType, code: u16, object: &Object) -> HttpResponse {
     let encoder = Encoder::new(store.resource, media);
     response::with_body(code, encoder.content_type(), crate::body::Body::full(encoder.object(object)))
@@ -103,8 +111,8 @@ pub async fn create(
     media: MediaType,
 ) -> Result<HttpResponse, ApiError> {
     let dry_run = dry_run(query)?;
-    check_field_validation(query)?;
-    let mut object = body_in::decode_object(headers, &body, store.resource)?;
+    let validation = FieldValidation::from_query(query)?;
+    let (mut object, warnings) = decode_body(store.resource, headers, &body, validation)?;
     reconcile_namespace(store, &mut object, req.namespace.as_deref())?;
     let resource = store.resource;
     if meta_str(&object, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
@@ -151,13 +159,13 @@ pub async fn create(
         let value = Value::Object(object.clone());
         if dry_run {
             let stored = Object::from_value(resource, value, 0).map_err(ApiError::internal)?;
-            return Ok(respond(store, media, 201, &stored));
+            return Ok(response::with_warnings(respond(store, media, 201, &stored), &warnings));
         }
         let bytes = to_storage_bytes(resource, value.clone());
         match store.storage.create(store.key(namespace.as_deref(), &name).as_bytes(), bytes).await {
             Ok(written) => {
                 let stored = Object::from_value(resource, value, written.revision).map_err(ApiError::internal)?;
-                return Ok(respond(store, media, 201, &stored));
+                return Ok(response::with_warnings(respond(store, media, 201, &stored), &warnings));
             }
             Err(StorageError::AlreadyExists) if explicit_name.is_none() => continue,
             Err(StorageError::AlreadyExists) => {
@@ -337,11 +345,11 @@ pub async fn update(
     media: MediaType,
 ) -> Result<HttpResponse, ApiError> {
     let dry_run = dry_run(query)?;
-    check_field_validation(query)?;
+    let validation = FieldValidation::from_query(query)?;
     if req.subresource.as_deref() == Some("scale") {
         return crate::scale::update(state, store, req, headers, body, dry_run).await;
     }
-    let mut object = body_in::decode_object(headers, &body, store.resource)?;
+    let (mut object, warnings) = decode_body(store.resource, headers, &body, validation)?;
     reconcile_namespace(store, &mut object, req.namespace.as_deref())?;
     let name = req.name.as_deref().expect("PUT has a name");
     if meta_str(&object, "name").is_some_and(|n| n != name) {
@@ -352,7 +360,7 @@ pub async fn update(
     }
     let result = update_to(store, req, dry_run, |_| Ok(object.clone())).await;
     match result {
-        Ok(updated) => Ok(respond(store, media, 200, updated.object())),
+        Ok(updated) => Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings)),
         Err(e) if e.code() == 404 && store.resource.allow_create_on_update && req.subresource.is_none() => {
             create(state, store, req, query, headers, body, media).await
         }
@@ -371,7 +379,7 @@ pub async fn patch(
     media: MediaType,
 ) -> Result<HttpResponse, ApiError> {
     let dry_run = dry_run(query)?;
-    check_field_validation(query)?;
+    let validation = FieldValidation::from_query(query)?;
     let kind = PatchKind::from_content_type(&body_in::content_type(headers))?;
     let patch: Value =
         serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
@@ -379,6 +387,8 @@ pub async fn patch(
         return crate::scale::patch(state, store, req, kind, &patch, dry_run).await;
     }
     let resource = store.resource;
+    let name = req.name.as_deref().unwrap_or("");
+    let mut warnings = Vec::new();
     let updated = update_to(store, req, dry_run, |existing| {
         let current = existing.value();
         let patched = kind.apply(resource, &current, &patch)?;
@@ -386,10 +396,12 @@ pub async fn patch(
             return Err(ApiError::bad_request("the patch did not produce an object"));
         };
         body_in::check_type(&map, resource)?;
+        let (map, found) = schema::decode(resource, map, schema::Source::Patch { patch: &body, name }, validation)?;
+        warnings = found;
         Ok(map)
     })
     .await?;
-    Ok(respond(store, media, 200, updated.object()))
+    Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings))
 }
 
 /// The patch types kube-apiserver accepts.

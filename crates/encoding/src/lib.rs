@@ -12,9 +12,10 @@
 //! memoized row, so a cached row never shows a stale age.
 
 mod media;
+mod protobuf;
 mod table;
 
-pub use media::{IncludeObject, MediaType, Negotiated, Output, Wire, negotiate, negotiate_stream};
+pub use media::{IncludeObject, MediaType, Negotiated, Output, Wire, has_schema, negotiate, negotiate_stream};
 
 use bytes::{Bytes, BytesMut};
 use listwatch_meta::{Object, Resource, Status};
@@ -23,16 +24,12 @@ use serde_json::Value;
 
 /// Memo slots of `Object::encoded` (one per representation that is not the object's own JSON).
 pub(crate) mod slot {
-    #[allow(dead_code)] // used by the protobuf encoder
     pub const PROTOBUF: usize = 0;
     pub const METADATA_V1: usize = 1;
     pub const METADATA_V1BETA1: usize = 2;
     /// Table rows: 3 + version (0: v1, 1: v1beta1) * 3 + include (None, Metadata, Object).
     pub const TABLE_ROW_BASE: usize = 3;
 }
-
-/// Hook for protobuf (added by the protobuf work): encodes an object as `k8s\0` + Unknown.
-pub type ProtobufObjectEncoder = fn(&Resource, &Object) -> Option<Bytes>;
 
 /// Encodes objects and lists for one request.
 #[derive(Clone)]
@@ -48,6 +45,9 @@ impl Encoder {
 
     /// One object, as a GET answers it.
     pub fn object(&self, object: &Object) -> Bytes {
+        if self.media.wire == Wire::Protobuf {
+            return protobuf::object(self.resource, object);
+        }
         match &self.media.output {
             Output::Object => object.json().clone(),
             Output::PartialObjectMetadata { v1beta1 } | Output::PartialObjectMetadataList { v1beta1 } => {
@@ -67,6 +67,9 @@ impl Encoder {
         continue_token: Option<&str>,
         remaining: Option<i64>,
     ) -> EncodedList {
+        if self.media.wire == Wire::Protobuf {
+            return EncodedList::One(protobuf::list(self.resource, items, resource_version, continue_token, remaining));
+        }
         let meta = list_meta(resource_version, continue_token, remaining);
         match &self.media.output {
             Output::Table { v1beta1, include } => {
@@ -195,6 +198,7 @@ impl EventEncoder {
     pub fn event(&mut self, event: &WatchEvent, out: &mut Vec<Bytes>) {
         match self.encoder.media.wire {
             Wire::Json => self.json_event(event, out),
+            Wire::Protobuf => protobuf::watch_event(self.encoder.resource, event, out),
         }
     }
 
@@ -264,6 +268,11 @@ impl EventEncoder {
 /// A Status as JSON bytes.
 pub fn status_json(status: &Status) -> Bytes {
     Bytes::from(status.to_json())
+}
+
+/// A Status as an enveloped protobuf message.
+pub fn status_protobuf(status: &Status) -> Bytes {
+    protobuf::status(status)
 }
 
 /// Joins pieces into one buffer (for transports that need one message per event).

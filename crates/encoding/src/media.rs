@@ -12,6 +12,7 @@ use listwatch_meta::{ApiError, Resource};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wire {
     Json,
+    Protobuf,
 }
 
 /// What a Table row carries as its object (`includeObject`).
@@ -69,6 +70,7 @@ impl MediaType {
             (Wire::Json, Output::PartialObjectMetadataList { v1beta1: true }) => {
                 "application/json;as=PartialObjectMetadataList;v=v1beta1;g=meta.k8s.io"
             }
+            (Wire::Protobuf, _) => "application/vnd.kubernetes.protobuf",
         }
     }
 
@@ -76,6 +78,7 @@ impl MediaType {
     pub fn stream_content_type(&self) -> &'static str {
         match self.wire {
             Wire::Json => "application/json",
+            Wire::Protobuf => "application/vnd.kubernetes.protobuf;stream=watch",
         }
     }
 }
@@ -156,9 +159,10 @@ fn negotiate_for(accept: Option<&str>, resource: &Resource, target: Target) -> R
     )))
 }
 
-fn acceptable(range: &Range, _resource: &Resource, target: Target) -> Option<MediaType> {
+fn acceptable(range: &Range, resource: &Resource, target: Target) -> Option<MediaType> {
     let wire = match (range.type_, range.subtype) {
         ("application", "json") | ("*", "*") | ("application", "*") => Wire::Json,
+        ("application", "vnd.kubernetes.protobuf") if has_schema(resource) => Wire::Protobuf,
         _ => return None,
     };
     let param = |name: &str| range.params.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
@@ -186,7 +190,18 @@ fn acceptable(range: &Range, _resource: &Resource, target: Target) -> Option<Med
             }
         }
     };
+    // Tables and metadata-only objects are served as JSON (what kubectl and metadata
+    // informers ask for); a protobuf range for them is skipped.
+    if wire == Wire::Protobuf && output != Output::Object {
+        return None;
+    }
     Some(MediaType { wire, output })
+}
+
+/// Whether the kind has a protobuf schema. Kinds without one answer as kube-apiserver does
+/// for custom resources: JSON when the client also accepts it, else 406.
+pub fn has_schema(resource: &Resource) -> bool {
+    listwatch_proto::message_for(resource.group, resource.version, resource.kind).is_some()
 }
 
 #[cfg(test)]
@@ -196,6 +211,14 @@ mod tests {
 
     fn pods() -> &'static Resource {
         Registry.find("", "v1", "pods").unwrap()
+    }
+
+    #[test]
+    fn protobuf_only_for_kinds_with_a_schema() {
+        let cms = Registry.find("", "v1", "configmaps").unwrap();
+        assert_eq!(negotiate(Some("application/vnd.kubernetes.protobuf"), cms, false).unwrap().wire, Wire::Protobuf);
+        let both = "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io";
+        assert_eq!(negotiate(Some(both), cms, true).unwrap().wire, Wire::Json);
     }
 
     #[test]

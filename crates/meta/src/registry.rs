@@ -118,7 +118,7 @@ pub struct Resource {
     pub watch_cache: bool,
     /// Objects of this kind have a graceful-deletion period (pods).
     pub graceful_deletion: bool,
-    /// The protobuf message for this kind, when it has a schema.
+    /// The protobuf message of this kind (its full name in `proto/`), when it has a schema.
     pub protobuf: Option<&'static str>,
     /// PUT of a missing object creates it (kube's `AllowCreateOnUpdate`).
     pub allow_create_on_update: bool,
@@ -216,7 +216,7 @@ pub static BUILTIN: &[Resource] = &[
         namespaced: false, verbs: NO_COLLECTION_DELETE, subresources: &[Subresource::Status],
         storage_prefix: "namespaces", selectable_fields: &["status.phase"],
         printer_columns: &[NAME, col("Status", "string", Cell::NamespaceStatus), AGE],
-        name_rule: NameRule::Label, protobuf: Some("Namespace"),
+        name_rule: NameRule::Label, protobuf: Some("k8s.io.api.core.v1.Namespace"),
     },
     resource! {
         plural: "pods", singular: "pod", kind: "Pod", short_names: &["po"], categories: &["all"],
@@ -235,18 +235,19 @@ pub static BUILTIN: &[Resource] = &[
             PrinterColumn { priority: 1, ..col("Node", "string", Cell::Path("spec.nodeName")) },
         ],
         delete_returns_object: true, graceful_deletion: true,
+        protobuf: Some("k8s.io.api.core.v1.Pod"),
     },
     resource! {
         plural: "configmaps", singular: "configmap", kind: "ConfigMap", short_names: &["cm"],
         storage_prefix: "configmaps",
         printer_columns: &[NAME, col("Data", "integer", Cell::MapLen("data", "binaryData")), AGE],
-        protobuf: Some("ConfigMap"),
+        protobuf: Some("k8s.io.api.core.v1.ConfigMap"),
     },
     resource! {
         plural: "secrets", singular: "secret", kind: "Secret", storage_prefix: "secrets",
         selectable_fields: &["type"],
         printer_columns: &[NAME, col("Type", "string", Cell::Path("type")), col("Data", "integer", Cell::MapLen("data", "stringData")), AGE],
-        protobuf: Some("Secret"),
+        protobuf: Some("k8s.io.api.core.v1.Secret"),
     },
     resource! {
         plural: "services", singular: "service", kind: "Service", short_names: &["svc"], categories: &["all"],
@@ -261,11 +262,13 @@ pub static BUILTIN: &[Resource] = &[
             AGE,
         ],
         name_rule: NameRule::Dns1035Label,
+        protobuf: Some("k8s.io.api.core.v1.Service"),
     },
     resource! {
         plural: "endpoints", singular: "endpoints", kind: "Endpoints", short_names: &["ep"],
         storage_prefix: "services/endpoints", allow_create_on_update: true,
         printer_columns: &[NAME, col("Endpoints", "string", Cell::EndpointsAddresses), AGE],
+        protobuf: Some("k8s.io.api.core.v1.Endpoints"),
     },
     resource! {
         plural: "events", singular: "event", kind: "Event", short_names: &["ev"], storage_prefix: "events",
@@ -274,7 +277,7 @@ pub static BUILTIN: &[Resource] = &[
             "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
             "reason", "reportingComponent", "source", "type",
         ],
-        watch_cache: false, protobuf: Some("Event"), allow_create_on_update: true,
+        watch_cache: false, protobuf: Some("k8s.io.api.core.v1.Event"), allow_create_on_update: true,
     },
     resource! {
         plural: "nodes", singular: "node", kind: "Node", short_names: &["no"], namespaced: false,
@@ -287,10 +290,11 @@ pub static BUILTIN: &[Resource] = &[
             AGE,
             col("Version", "string", Cell::Path("status.nodeInfo.kubeletVersion")),
         ],
+        protobuf: Some("k8s.io.api.core.v1.Node"),
     },
     resource! {
         plural: "serviceaccounts", singular: "serviceaccount", kind: "ServiceAccount", short_names: &["sa"],
-        storage_prefix: "serviceaccounts", delete_returns_object: true, protobuf: Some("ServiceAccount"),
+        storage_prefix: "serviceaccounts", delete_returns_object: true, protobuf: Some("k8s.io.api.core.v1.ServiceAccount"),
         printer_columns: &[NAME, col("Secrets", "integer", Cell::ListLen("secrets")), AGE],
     },
     resource! {
@@ -304,6 +308,7 @@ pub static BUILTIN: &[Resource] = &[
             col("Available", "integer", Cell::Int("status.availableReplicas")),
             AGE,
         ],
+        protobuf: Some("k8s.io.api.apps.v1.Deployment"),
     },
     resource! {
         group: "apps", plural: "replicasets", singular: "replicaset", kind: "ReplicaSet",
@@ -317,12 +322,13 @@ pub static BUILTIN: &[Resource] = &[
             col("Ready", "integer", Cell::Int("status.readyReplicas")),
             AGE,
         ],
+        protobuf: Some("k8s.io.api.apps.v1.ReplicaSet"),
     },
     resource! {
         group: "coordination.k8s.io", plural: "leases", singular: "lease", kind: "Lease",
         storage_prefix: "leases", allow_create_on_update: true,
         printer_columns: &[NAME, col("Holder", "string", Cell::Path("spec.holderIdentity")), AGE],
-        protobuf: Some("Lease"),
+        protobuf: Some("k8s.io.api.coordination.v1.Lease"),
     },
 ];
 

@@ -1,6 +1,7 @@
 //! Smoke tests of the etcd backend against real etcd servers (scripts/etcd.sh): the pieces the
-//! contract suite cannot reach from the outside of one backend, resumption after etcd is killed,
-//! and the progress gate on the old etcd 3.4.
+//! contract suite cannot reach from the outside of one backend, resumption after etcd is killed
+//! (with a watcher that keeps reading, one that lags behind committed writes, and one resumed
+//! right after a progress notification), and the progress gate on the old etcd 3.4.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -272,14 +273,171 @@ async fn old_etcd_progress_comes_from_periodic_notifications_only() {
 
 /// etcd's count of watchers, from its metrics.
 fn etcd_watchers(endpoint: &str) -> u64 {
+    etcd_metric(endpoint, "etcd_debugging_mvcc_watcher_total") as u64
+}
+
+/// One unlabelled metric of etcd's.
+fn etcd_metric(endpoint: &str, name: &str) -> f64 {
     let output =
         std::process::Command::new("curl").args(["-fsS", &format!("{endpoint}/metrics")]).output().expect("run curl");
     let metrics = String::from_utf8_lossy(&output.stdout);
     metrics
         .lines()
-        .find_map(|line| line.strip_prefix("etcd_debugging_mvcc_watcher_total "))
-        .and_then(|count| count.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no watcher count in etcd's metrics:\n{metrics}"))
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in etcd's metrics:\n{metrics}"))
+}
+
+/// Creates `key` once etcd answers again after a restart: the client's connection comes back
+/// after a failed attempt or two (a create that failed ambiguously yet applied is found by
+/// reading the key). Returns the revision of the create.
+async fn create_when_back(store: &EtcdStore, key: &str) -> i64 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match store.create(key.as_bytes(), b("x")).await {
+            Ok(written) => return written.revision,
+            Err(StorageError::AlreadyExists) => {
+                let read = store.range(RangeRequest::new(KeyRange::key(key.to_string()))).await.unwrap();
+                return read.kvs[0].mod_revision;
+            }
+            Err(StorageError::Unavailable(e)) => {
+                assert!(tokio::time::Instant::now() < deadline, "etcd not back within 30 s: {e}");
+                // Backoff between attempts, not a wait for an event.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lagging_watcher_gets_every_event_once_after_etcd_is_killed_and_restarted() {
+    init_tracing();
+    let mut etcd = EtcdProcess::start(EtcdProcessOptions::default()).await;
+    let store = Arc::new(connect(&[etcd.endpoint().to_string()]).await);
+    let range = KeyRange::prefix("/lag/");
+    let mut watch = store.watch(WatchRequest::new(range.clone(), 0)).await.unwrap();
+
+    // Writes the watcher does not read while they commit: 24 MiB of events, far more than the
+    // watch's buffer, the HTTP/2 windows and the sockets hold, so etcd still owes it events.
+    let value = Bytes::from(vec![b'v'; 16 * 1024]);
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (store, value) = (store.clone(), value.clone());
+            tokio::spawn(async move {
+                let mut revisions = Vec::new();
+                for i in (w..1500).step_by(4) {
+                    let key = format!("/lag/{i:05}");
+                    revisions.push(store.create(key.as_bytes(), value.clone()).await.unwrap().revision);
+                }
+                revisions
+            })
+        })
+        .collect();
+    let mut written = Vec::new();
+    for writer in writers {
+        written.extend(writer.await.unwrap());
+    }
+    written.sort_unstable();
+    let first = written[0];
+
+    // etcd holds events back for this watcher: it lags behind committed writes.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let pending = etcd_metric(etcd.endpoint(), "etcd_debugging_mvcc_pending_events_total");
+        let slow = etcd_metric(etcd.endpoint(), "etcd_debugging_mvcc_slow_watcher_total");
+        if pending > 0.0 || slow > 0.0 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "etcd never held events back for the watcher");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    etcd.kill().await;
+    etcd.restart().await;
+    // A few more writes after the restart: the resumed watch owes those too.
+    let mut after = vec![create_when_back(&store, "/lag/after-0").await];
+    for i in 1..5 {
+        after.push(store.create(format!("/lag/after-{i}").as_bytes(), b("x")).await.unwrap().revision);
+    }
+    written.extend(&after);
+    let last = *written.last().unwrap();
+    assert!(written.windows(2).all(|w| w[0] < w[1]));
+
+    // Only now does the watcher read: every event exactly once, in order, nothing missing.
+    let mut events = Vec::new();
+    while events.last().is_none_or(|e: &Arc<listwatch_storage::Event>| e.revision() < last) {
+        match next(&mut watch).await {
+            WatchResponse::Events(batch) => events.extend(batch),
+            WatchResponse::Progress(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let seen: Vec<i64> = events.iter().map(|e| e.revision()).collect();
+    assert_eq!(seen, written, "every event exactly once, in order");
+    // And the same events, values and all, as a fresh watch replaying the history.
+    let mut replay = store.watch(WatchRequest::new(range, first)).await.unwrap();
+    let mut expected = Vec::new();
+    while expected.last().is_none_or(|e: &Arc<listwatch_storage::Event>| e.revision() < last) {
+        match next(&mut replay).await {
+            WatchResponse::Events(batch) => expected.extend(batch),
+            WatchResponse::Progress(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(events == expected, "the resumed watch's events differ from the history");
+
+    // Nothing else follows: a progress notification covers the last revision with no event
+    // before it.
+    watch.progress_requester().request();
+    match next(&mut watch).await {
+        WatchResponse::Progress(revision) => assert!(revision >= last),
+        other => panic!("expected only a progress notification, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_right_after_a_progress_notification_repeats_nothing() {
+    init_tracing();
+    let mut etcd = EtcdProcess::start(EtcdProcessOptions::default()).await;
+    let store = connect(&[etcd.endpoint().to_string()]).await;
+    let mut watch = store.watch(WatchRequest::new(KeyRange::prefix("/bm/"), 0)).await.unwrap();
+    let mut last = 0;
+    for i in 0..3 {
+        last = store.create(format!("/bm/{i}").as_bytes(), b("x")).await.unwrap().revision;
+    }
+    assert_eq!(revisions_until(&mut watch, last).await.last(), Some(&last));
+
+    // A progress notification at exactly the last event's revision: a watch resumed from that
+    // revision rather than the next one (the client bug of etcd #15275) would get the event again.
+    watch.progress_requester().request();
+    match next(&mut watch).await {
+        WatchResponse::Progress(revision) => assert_eq!(revision, last),
+        other => panic!("expected a progress notification, got {other:?}"),
+    }
+
+    // The stream breaks right there, and the watch resumes on the restarted etcd.
+    etcd.kill().await;
+    etcd.restart().await;
+    let new = create_when_back(&store, "/bm/new").await;
+    assert!(new > last);
+
+    // The first event after the resume is the new write; nothing is repeated.
+    let first_events = loop {
+        match next(&mut watch).await {
+            WatchResponse::Events(events) => break events,
+            WatchResponse::Progress(revision) => assert!(revision >= last, "progress went back to {revision}"),
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    assert_eq!(first_events.iter().map(|e| e.revision()).collect::<Vec<_>>(), vec![new]);
+    assert!(first_events[0].is_create());
+    // And nothing after it: the next response is a progress notification covering it.
+    watch.progress_requester().request();
+    match next(&mut watch).await {
+        WatchResponse::Progress(revision) => assert!(revision >= new),
+        other => panic!("expected only a progress notification, got {other:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -62,6 +62,9 @@ pub struct EtcdProcessOptions {
     /// `--experimental-watch-progress-notify-interval`. Default 5 s, as Kubernetes sets it;
     /// etcd's minimum is 100 ms.
     pub progress_interval: Duration,
+    /// The directory to create the data dir in. Default `None`: /dev/shm (memory, where fsync
+    /// costs nothing), else the temp dir. A benchmark of etcd with fsync names a dir on disk.
+    pub data_dir_parent: Option<PathBuf>,
 }
 
 impl Default for EtcdProcessOptions {
@@ -70,6 +73,7 @@ impl Default for EtcdProcessOptions {
             version: EtcdVersion::V3_5,
             unsafe_no_fsync: true,
             progress_interval: Duration::from_secs(5),
+            data_dir_parent: None,
         }
     }
 }
@@ -85,6 +89,10 @@ impl EtcdProcessOptions {
     }
     pub fn progress_interval(mut self, interval: Duration) -> Self {
         self.progress_interval = interval;
+        self
+    }
+    pub fn data_dir_parent(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir_parent = Some(dir.into());
         self
     }
 }
@@ -133,7 +141,8 @@ fn random_u64() -> u64 {
     hasher.finish()
 }
 
-/// A private etcd server: a fresh data dir under /dev/shm and a free port on 127.0.0.1.
+/// A private etcd server: a fresh data dir (under /dev/shm unless
+/// [`EtcdProcessOptions::data_dir_parent`] says otherwise) and a free port on 127.0.0.1.
 /// Dropping it kills etcd and removes the data dir.
 #[derive(Debug)]
 pub struct EtcdProcess {
@@ -148,7 +157,7 @@ pub struct EtcdProcess {
 impl EtcdProcess {
     /// Starts a new etcd (fetching the binary on first use). Panics if it cannot.
     pub async fn start(options: EtcdProcessOptions) -> EtcdProcess {
-        let data_dir = fresh_data_dir();
+        let data_dir = fresh_data_dir(options.data_dir_parent.as_deref());
         let started = run_start(&options, Some((&data_dir, None))).await;
         let port = port_of(&started.endpoint);
         EtcdProcess { options, endpoint: started.endpoint, port, data_dir, pid: Some(started.pid) }
@@ -288,10 +297,15 @@ fn port_of(endpoint: &str) -> u16 {
         .unwrap_or_else(|| panic!("no port in endpoint {endpoint}"))
 }
 
-/// A new, empty, private dir under /dev/shm (memory-backed: fast, and gone at reboot).
-fn fresh_data_dir() -> PathBuf {
-    let base = Path::new("/dev/shm");
-    let base = if base.is_dir() { base.to_path_buf() } else { std::env::temp_dir() };
+/// A new, empty, private dir under `parent`, by default /dev/shm (memory-backed: fast, and gone
+/// at reboot).
+fn fresh_data_dir(parent: Option<&Path>) -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let base = match parent {
+        Some(parent) => parent.to_path_buf(),
+        None if shm.is_dir() => shm.to_path_buf(),
+        None => std::env::temp_dir(),
+    };
     for _ in 0..100 {
         let dir = base.join(format!("listwatch-etcd-test.{:016x}", random_u64()));
         match std::fs::create_dir(&dir) {

@@ -17,20 +17,14 @@ pub(crate) struct TimeBudget {
 
 impl TimeBudget {
     pub fn new(max: Duration, refill_per_second: Duration) -> TimeBudget {
-        TimeBudget {
-            budget: max,
-            max,
-            refill_per_second,
-            last_refill: Instant::now(),
-        }
+        TimeBudget { budget: max, max, refill_per_second, last_refill: Instant::now() }
     }
 
     fn refill(&mut self) {
         let now = Instant::now();
         let elapsed = now - self.last_refill;
         self.last_refill = now;
-        self.budget =
-            (self.budget + self.refill_per_second.mul_f64(elapsed.as_secs_f64())).min(self.max);
+        self.budget = (self.budget + self.refill_per_second.mul_f64(elapsed.as_secs_f64())).min(self.max);
     }
 
     /// Takes the whole available budget.

@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use listwatch_meta::{ApiError, Object, Resource};
 use listwatch_storage::{
-    EventKind, KeyRange, ProgressRequester, RangeRequest, Revision, Storage, StorageError,
-    WatchRequest, WatchResponse, prefix_end,
+    EventKind, KeyRange, ProgressRequester, RangeRequest, Revision, Storage, StorageError, WatchRequest, WatchResponse,
+    prefix_end,
 };
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{Notify, mpsc, watch};
@@ -104,9 +104,9 @@ impl CacheError {
     /// The Status kube-apiserver answers for this error.
     pub fn to_api_error(&self) -> ApiError {
         match self {
-            CacheError::NotReady {
-                retry_after_seconds,
-            } => ApiError::too_many_requests("storage is (re)initializing", *retry_after_seconds),
+            CacheError::NotReady { retry_after_seconds } => {
+                ApiError::too_many_requests("storage is (re)initializing", *retry_after_seconds)
+            }
             CacheError::TooOld { requested, oldest } => {
                 ApiError::expired(format!("too old resource version: {requested} ({oldest})"))
             }
@@ -248,10 +248,7 @@ impl WatchCache {
             if self.is_ready() {
                 return true;
             }
-            if tokio::time::timeout_at(deadline, rx.changed())
-                .await
-                .is_err()
-            {
+            if tokio::time::timeout_at(deadline, rx.changed()).await.is_err() {
                 return self.is_ready();
             }
         }
@@ -285,18 +282,9 @@ impl WatchCache {
             self.inner.wait_until_fresh(rv).await?;
         }
         let state = self.inner.state.read();
-        let items = self
-            .inner
-            .objects_in(&state, namespace)
-            .filter(|o| predicate.is_none_or(|p| p(o)))
-            .cloned()
-            .collect();
-        Ok(CacheList {
-            items,
-            resource_version: state
-                .resource_version
-                .max(min_resource_version.unwrap_or(0)),
-        })
+        let items =
+            self.inner.objects_in(&state, namespace).filter(|o| predicate.is_none_or(|p| p(o))).cloned().collect();
+        Ok(CacheList { items, resource_version: state.resource_version.max(min_resource_version.unwrap_or(0)) })
     }
 
     /// One object, after waiting for the cache to reach `min_resource_version`.
@@ -319,9 +307,7 @@ impl WatchCache {
         // Where to start, after any wait the start mode needs.
         let wait_for = match &options.start {
             WatchStart::Consistent { .. } => Some(inner.storage.current_revision().await?),
-            WatchStart::NotOlderThan {
-                resource_version, ..
-            } => Some(*resource_version),
+            WatchStart::NotOlderThan { resource_version, .. } => Some(*resource_version),
             WatchStart::Exact(_) | WatchStart::Any { .. } => None,
         };
         if let Some(rv) = wait_for {
@@ -335,34 +321,21 @@ impl WatchCache {
             WatchStart::Exact(rv) => {
                 let oldest = inner.oldest_resource_version(&state);
                 if *rv < oldest {
-                    return Err(CacheError::TooOld {
-                        requested: *rv,
-                        oldest,
-                    });
+                    return Err(CacheError::TooOld { requested: *rv, oldest });
                 }
-                let events: Vec<Arc<CacheEvent>> = state
-                    .window
-                    .iter()
-                    .filter(|e| e.resource_version > *rv)
-                    .cloned()
-                    .collect();
+                let events: Vec<Arc<CacheEvent>> =
+                    state.window.iter().filter(|e| e.resource_version > *rv).cloned().collect();
                 (*rv, crate::watcher::Initial::Events(events))
             }
             WatchStart::Any { initial_events }
             | WatchStart::Consistent { initial_events }
             | WatchStart::NotOlderThan { initial_events, .. } => {
                 let objects = if *initial_events {
-                    inner
-                        .objects_in(&state, options.namespace.as_deref())
-                        .cloned()
-                        .collect()
+                    inner.objects_in(&state, options.namespace.as_deref()).cloned().collect()
                 } else {
                     Vec::new()
                 };
-                (
-                    state.resource_version,
-                    crate::watcher::Initial::Objects(objects),
-                )
+                (state.resource_version, crate::watcher::Initial::Objects(objects))
             }
         };
         let id = {
@@ -375,24 +348,12 @@ impl WatchCache {
                 .flatten();
             watchers.registered.insert(
                 id,
-                Registered {
-                    namespace: options.namespace.clone(),
-                    tx,
-                    next_bookmark,
-                    deadline: options.deadline,
-                },
+                Registered { namespace: options.namespace.clone(), tx, next_bookmark, deadline: options.deadline },
             );
             id
         };
         drop(state);
-        Ok(CacheWatcher::new(
-            inner.clone(),
-            id,
-            options,
-            start_rv,
-            initial,
-            rx,
-        ))
+        Ok(CacheWatcher::new(inner.clone(), id, options, start_rv, initial, rx))
     }
 
     /// Ends every client watch of this resource (debug API; clients re-watch).
@@ -403,6 +364,8 @@ impl WatchCache {
     /// Throws the cache away and relists (debug API): watchers end, and watches from before
     /// the relist get 410.
     pub fn reset(&self) {
+        // Not ready from this moment: nothing is served from the old state any more.
+        self.inner.set_ready(false);
         self.inner.reset.notify_one();
     }
 
@@ -413,11 +376,7 @@ impl WatchCache {
         WatchCacheStats {
             objects: state.objects.len(),
             window_events: state.window.len(),
-            window_oldest_resource_version: if ready {
-                inner.oldest_resource_version(&state)
-            } else {
-                0
-            },
+            window_oldest_resource_version: if ready { inner.oldest_resource_version(&state) } else { 0 },
             resource_version: state.resource_version,
             registered_watchers: inner.watchers.lock().registered.len(),
             terminated_watchers: inner.terminated.load(Ordering::Relaxed),
@@ -430,11 +389,7 @@ impl WatchCache {
 
 /// kube's `nextBookmarkTime`: a minute from now, or 2 s before the deadline if sooner;
 /// none once that is past.
-fn next_bookmark_time(
-    config: &WatchCacheConfig,
-    now: Instant,
-    deadline: Instant,
-) -> Option<Instant> {
+fn next_bookmark_time(config: &WatchCacheConfig, now: Instant, deadline: Instant) -> Option<Instant> {
     let before_deadline = deadline.checked_sub(Duration::from_secs(2))?;
     if before_deadline <= now {
         return None;
@@ -448,12 +403,8 @@ impl Inner {
             None => Ok(()),
             // kube's Retry-After while (re)initializing: e^(0.06 * downtime), 1 to 30 s.
             Some(since) => {
-                let secs = (0.06 * since.elapsed().as_secs_f64())
-                    .exp()
-                    .clamp(1.0, 30.0);
-                Err(CacheError::NotReady {
-                    retry_after_seconds: secs as u32,
-                })
+                let secs = (0.06 * since.elapsed().as_secs_f64()).exp().clamp(1.0, 30.0);
+                Err(CacheError::NotReady { retry_after_seconds: secs as u32 })
             }
         }
     }
@@ -495,10 +446,7 @@ impl Inner {
         if !state.evicted_since_list {
             return state.list_resource_version;
         }
-        state
-            .window
-            .front()
-            .map_or(state.resource_version, |e| e.resource_version - 1)
+        state.window.front().map_or(state.resource_version, |e| e.resource_version - 1)
     }
 
     async fn wait_until_fresh(&self, resource_version: i64) -> Result<(), CacheError> {
@@ -515,17 +463,13 @@ impl Inner {
         self.waiting.fetch_add(1, Ordering::AcqRel);
         let _waiting = Waiting(&self.waiting);
         self.progress_wanted.notify_one();
-        let reached = tokio::time::timeout(
-            self.config.freshness_timeout,
-            rx.wait_for(|rv| *rv >= resource_version),
-        )
-        .await;
+        let reached =
+            tokio::time::timeout(self.config.freshness_timeout, rx.wait_for(|rv| *rv >= resource_version)).await;
         match reached {
             Ok(Ok(_)) => Ok(()),
-            _ => Err(CacheError::TooLargeResourceVersion {
-                requested: resource_version,
-                current: *self.rv_tx.borrow(),
-            }),
+            _ => {
+                Err(CacheError::TooLargeResourceVersion { requested: resource_version, current: *self.rv_tx.borrow() })
+            }
         }
     }
 
@@ -608,19 +552,11 @@ impl Inner {
             let key = &event.kv.key;
             let prev = state.objects.get(key).cloned();
             let change = match event.kind {
-                EventKind::Put => match Object::from_storage(
-                    self.resource,
-                    &event.kv.value,
-                    event.kv.mod_revision,
-                ) {
+                EventKind::Put => match Object::from_storage(self.resource, &event.kv.value, event.kv.mod_revision) {
                     Ok(object) => {
                         let object = Arc::new(object);
                         state.objects.insert(key.clone(), object.clone());
-                        let kind = if prev.is_some() {
-                            ChangeKind::Modified
-                        } else {
-                            ChangeKind::Added
-                        };
+                        let kind = if prev.is_some() { ChangeKind::Modified } else { ChangeKind::Added };
                         Some(CacheEvent::new(kind, object, prev))
                     }
                     Err(e) => {
@@ -632,8 +568,7 @@ impl Inner {
                 // invisible to clients.
                 EventKind::Delete => prev.map(|prev| {
                     state.objects.remove(key);
-                    let last =
-                        Arc::new(prev.with_resource_version(self.resource, event.kv.mod_revision));
+                    let last = Arc::new(prev.with_resource_version(self.resource, event.kv.mod_revision));
                     CacheEvent::new(ChangeKind::Deleted, last, Some(prev))
                 }),
             };
@@ -655,8 +590,7 @@ impl Inner {
         let now = Instant::now();
         while let Some(oldest) = state.window.front() {
             let too_many = state.window.len() > self.config.max_events;
-            let too_old = state.window.len() > self.config.min_events
-                && now - oldest.recorded_at > self.config.window;
+            let too_old = state.window.len() > self.config.min_events && now - oldest.recorded_at > self.config.window;
             if !too_many && !too_old {
                 break;
             }
@@ -682,10 +616,7 @@ impl Inner {
             let mut watchers = self.watchers.lock();
             let mut gone = Vec::new();
             for (&id, w) in &watchers.registered {
-                if w.namespace
-                    .as_deref()
-                    .is_some_and(|ns| ns != event.object.namespace())
-                {
+                if w.namespace.as_deref().is_some_and(|ns| ns != event.object.namespace()) {
                     continue;
                 }
                 match w.tx.try_send(Queued::Event(event.clone())) {
@@ -713,17 +644,12 @@ impl Inner {
             }
         });
         let delivered = futures::future::join_all(waits).await;
-        self.budget
-            .lock()
-            .return_unused(deadline.saturating_duration_since(tokio::time::Instant::now()));
+        self.budget.lock().return_unused(deadline.saturating_duration_since(tokio::time::Instant::now()));
         let mut watchers = self.watchers.lock();
         for ((id, _), ok) in blocked.iter().zip(delivered) {
             if !ok && watchers.registered.remove(id).is_some() {
                 self.terminated.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(
-                    resource = self.resource.plural,
-                    "closing a watcher that does not keep up"
-                );
+                tracing::info!(resource = self.resource.plural, "closing a watcher that does not keep up");
             }
         }
     }
@@ -762,8 +688,7 @@ async fn run(inner: std::sync::Weak<Inner>) {
                 continue;
             }
         };
-        let request = WatchRequest::new(KeyRange::prefix(cache.prefix.clone()), listed + 1)
-            .with_progress_notify();
+        let request = WatchRequest::new(KeyRange::prefix(cache.prefix.clone()), listed + 1).with_progress_notify();
         let storage_watch = match cache.storage.watch(request).await {
             Ok(w) => w,
             Err(e) => {
@@ -777,11 +702,7 @@ async fn run(inner: std::sync::Weak<Inner>) {
         *cache.progress.lock() = Some(storage_watch.progress_requester());
         cache.set_ready(true);
         let reason = follow(&cache, storage_watch).await;
-        tracing::info!(
-            resource = cache.resource.plural,
-            reason,
-            "watch cache relists"
-        );
+        tracing::info!(resource = cache.resource.plural, reason, "watch cache relists");
     }
 }
 

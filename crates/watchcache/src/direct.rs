@@ -17,8 +17,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use listwatch_meta::{ApiError, Object, Resource};
 use listwatch_storage::{
-    Event, EventKind, KeyRange, RangeRequest, Storage, StorageError, Watch, WatchRequest,
-    WatchResponse, prefix_end,
+    Event, EventKind, KeyRange, RangeRequest, Storage, StorageError, Watch, WatchRequest, WatchResponse, prefix_end,
 };
 
 use crate::event::{Predicate, WatchEvent};
@@ -60,9 +59,7 @@ pub async fn watch(
     let mut initial = VecDeque::new();
     let start = match options.start {
         DirectStart::After(rv) => rv + 1,
-        DirectStart::ListThenWatch {
-            min_resource_version,
-        } => {
+        DirectStart::ListThenWatch { min_resource_version } => {
             let current = storage.current_revision().await.map_err(storage_error)?;
             if min_resource_version > current {
                 // kube's etcd watcher answers a streaming list from the future with a
@@ -73,43 +70,18 @@ pub async fn watch(
                     current,
                     retry,
                 )));
-                return Ok(DirectWatcher {
-                    resource,
-                    predicate: None,
-                    initial,
-                    watch: None,
-                    ended: false,
-                });
+                return Ok(DirectWatcher { resource, predicate: None, initial, watch: None, ended: false });
             }
-            let revision = list_into(
-                storage,
-                resource,
-                &prefix,
-                options.predicate.as_ref(),
-                list_page_size,
-                &mut initial,
-            )
-            .await?;
+            let revision =
+                list_into(storage, resource, &prefix, options.predicate.as_ref(), list_page_size, &mut initial).await?;
             if options.initial_events_end_bookmark {
-                initial.push_back(WatchEvent::Bookmark {
-                    resource_version: revision,
-                    initial_events_end: true,
-                });
+                initial.push_back(WatchEvent::Bookmark { resource_version: revision, initial_events_end: true });
             }
             revision + 1
         }
     };
-    let watch = storage
-        .watch(WatchRequest::new(range, start))
-        .await
-        .map_err(storage_error)?;
-    Ok(DirectWatcher {
-        resource,
-        predicate: options.predicate,
-        initial,
-        watch: Some(watch),
-        ended: false,
-    })
+    let watch = storage.watch(WatchRequest::new(range, start)).await.map_err(storage_error)?;
+    Ok(DirectWatcher { resource, predicate: options.predicate, initial, watch: Some(watch), ended: false })
 }
 
 /// Lists `prefix` at one revision into synthetic ADDED events; returns that revision.
@@ -127,18 +99,14 @@ async fn list_into(
     loop {
         let page = storage
             .range(
-                RangeRequest::new(KeyRange::between(start.clone(), end.clone()))
-                    .limit(page_size)
-                    .at_revision(revision),
+                RangeRequest::new(KeyRange::between(start.clone(), end.clone())).limit(page_size).at_revision(revision),
             )
             .await
             .map_err(storage_error)?;
         revision = page.revision;
         for kv in &page.kvs {
             match Object::from_storage(resource, &kv.value, kv.mod_revision) {
-                Ok(o) if predicate.is_none_or(|p| p(&o)) => {
-                    out.push_back(WatchEvent::Added(Arc::new(o)))
-                }
+                Ok(o) if predicate.is_none_or(|p| p(&o)) => out.push_back(WatchEvent::Added(Arc::new(o))),
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!(key = %String::from_utf8_lossy(&kv.key), error = %e, "skipping a stored value that cannot be decoded")
@@ -158,9 +126,7 @@ async fn list_into(
 
 fn storage_error(e: StorageError) -> ApiError {
     match e {
-        StorageError::Compacted { .. } => {
-            ApiError::expired("The resourceVersion for the provided watch is too old.")
-        }
+        StorageError::Compacted { .. } => ApiError::expired("The resourceVersion for the provided watch is too old."),
         other => ApiError::service_unavailable(other.to_string()),
     }
 }
@@ -226,8 +192,7 @@ impl DirectWatcher {
     }
 
     fn convert(&self, event: &Event, out: &mut Vec<WatchEvent>) -> Result<(), ApiError> {
-        let decode =
-            |value: &[u8], rv: i64| Object::from_storage(self.resource, value, rv).map(Arc::new);
+        let decode = |value: &[u8], rv: i64| Object::from_storage(self.resource, value, rv).map(Arc::new);
         let rv = event.kv.mod_revision;
         let new = match event.kind {
             EventKind::Put => match decode(&event.kv.value, rv) {

@@ -27,12 +27,8 @@ impl WatchEvent {
     /// The resourceVersion a client resumes from after this event.
     pub fn resource_version(&self) -> Option<i64> {
         match self {
-            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-                Some(o.resource_version())
-            }
-            WatchEvent::Bookmark {
-                resource_version, ..
-            } => Some(*resource_version),
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => Some(o.resource_version()),
+            WatchEvent::Bookmark { resource_version, .. } => Some(*resource_version),
             WatchEvent::Error(_) => None,
         }
     }
@@ -78,11 +74,7 @@ impl CacheEvent {
     /// The event as a watcher with `matches` sees it (kube's `convertToWatchEvent`): updates
     /// that make an object start matching are ADDED, stop matching are DELETED (carrying the
     /// previous state at this revision), neither are dropped.
-    pub fn for_watcher(
-        &self,
-        resource: &Resource,
-        matches: Option<&Predicate>,
-    ) -> Option<WatchEvent> {
+    pub fn for_watcher(&self, resource: &Resource, matches: Option<&Predicate>) -> Option<WatchEvent> {
         let Some(matches) = matches else {
             return Some(match self.kind {
                 ChangeKind::Added => WatchEvent::Added(self.object.clone()),
@@ -91,9 +83,7 @@ impl CacheEvent {
             });
         };
         match self.kind {
-            ChangeKind::Added => {
-                matches(&self.object).then(|| WatchEvent::Added(self.object.clone()))
-            }
+            ChangeKind::Added => matches(&self.object).then(|| WatchEvent::Added(self.object.clone())),
             // The deleted object is the last state: it decides.
             ChangeKind::Deleted => {
                 let last = self.prev.as_ref().unwrap_or(&self.object);
@@ -107,9 +97,9 @@ impl CacheEvent {
                     (false, true) => Some(WatchEvent::Added(self.object.clone())),
                     (true, false) => {
                         let prev = self.prev.as_ref().expect("matched before");
-                        let stamped = self.prev_at_this_revision.get_or_init(|| {
-                            Arc::new(prev.with_resource_version(resource, self.resource_version))
-                        });
+                        let stamped = self
+                            .prev_at_this_revision
+                            .get_or_init(|| Arc::new(prev.with_resource_version(resource, self.resource_version)));
                         Some(WatchEvent::Deleted(stamped.clone()))
                     }
                     (false, false) => None,

@@ -28,10 +28,7 @@ pub enum WatchStart {
     /// `resourceVersion` unset: the state at storage's current revision, then changes.
     Consistent { initial_events: bool },
     /// A streaming list with `resourceVersion=N`: the state once the cache has reached N.
-    NotOlderThan {
-        resource_version: i64,
-        initial_events: bool,
-    },
+    NotOlderThan { resource_version: i64, initial_events: bool },
 }
 
 /// What a client watch asks for.
@@ -64,6 +61,9 @@ pub(crate) enum Initial {
 pub struct CacheWatcher {
     inner: Arc<Inner>,
     id: u64,
+    /// Only this namespace's objects (the live dispatch filters too; replayed history and the
+    /// initial state are filtered here).
+    namespace: Option<String>,
     predicate: Option<Predicate>,
     bookmarks: bool,
     start_rv: i64,
@@ -91,6 +91,7 @@ impl CacheWatcher {
         CacheWatcher {
             inner,
             id,
+            namespace: options.namespace,
             predicate: options.predicate,
             bookmarks: options.bookmarks,
             start_rv,
@@ -138,23 +139,27 @@ impl CacheWatcher {
         let limit = out.len() + max;
         while out.len() < limit {
             if let Some(event) = self.initial_events.pop_front() {
+                if !self.in_namespace(&event.object) {
+                    continue;
+                }
                 if let Some(e) = event.for_watcher(resource, self.predicate.as_ref()) {
                     self.last_rv = self.last_rv.max(event.resource_version);
                     out.push(e);
                 }
             } else if let Some(object) = self.initial_objects.pop_front() {
-                if self.predicate.as_ref().is_none_or(|p| p(&object)) {
+                if self.in_namespace(&object) && self.predicate.as_ref().is_none_or(|p| p(&object)) {
                     out.push(WatchEvent::Added(object));
                 }
             } else if let Some(rv) = self.end_bookmark.take() {
-                out.push(WatchEvent::Bookmark {
-                    resource_version: rv,
-                    initial_events_end: true,
-                });
+                out.push(WatchEvent::Bookmark { resource_version: rv, initial_events_end: true });
             } else {
                 return;
             }
         }
+    }
+
+    fn in_namespace(&self, object: &Object) -> bool {
+        self.namespace.as_deref().is_none_or(|ns| ns == object.namespace())
     }
 
     fn convert(&mut self, queued: Queued, out: &mut Vec<WatchEvent>) {
@@ -173,10 +178,7 @@ impl CacheWatcher {
                 // already sent.
                 if self.bookmarks && rv > self.start_rv && rv >= self.last_rv {
                     self.last_rv = rv;
-                    out.push(WatchEvent::Bookmark {
-                        resource_version: rv,
-                        initial_events_end: false,
-                    });
+                    out.push(WatchEvent::Bookmark { resource_version: rv, initial_events_end: false });
                 }
             }
         }

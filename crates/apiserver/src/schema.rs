@@ -1,0 +1,207 @@
+//! Writes decoded against the kind's schema, and `fieldValidation` (spec: issue "object
+//! semantics"; kube-apiserver's strict decoding).
+//!
+//! For kinds with a protobuf schema, a written object is checked for fields the schema does
+//! not know and normalized by a round trip through the schema, so every stored object converts
+//! to protobuf and back without loss (and reads back the way kube-apiserver serves it). Unknown
+//! or duplicate fields answer 400 under `fieldValidation=Strict`, a `Warning` header each under
+//! `Warn` (the default, as upstream), and are dropped silently under `Ignore`.
+//!
+//! Kinds without a schema keep what was sent, as kube-apiserver keeps custom resources that
+//! preserve unknown fields; only duplicate fields are detected for them.
+
+use std::cell::RefCell;
+use std::fmt;
+
+use listwatch_encoding::has_schema;
+use listwatch_meta::status::StatusCause;
+use listwatch_meta::{ApiError, Resource};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use crate::request::Query;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldValidation {
+    Strict,
+    Warn,
+    Ignore,
+}
+
+impl FieldValidation {
+    pub fn from_query(query: &Query) -> Result<FieldValidation, ApiError> {
+        match query.get("fieldValidation") {
+            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            Some("Ignore") => Ok(FieldValidation::Ignore),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
+            ))),
+        }
+    }
+}
+
+/// How a write's body is checked: a create or update (400 on strict errors) or a patch (422
+/// on the `patch` field).
+pub enum Source<'a> {
+    Body(&'a [u8]),
+    Patch { patch: &'a [u8], name: &'a str },
+}
+
+/// Checks and normalizes `object` for `resource`; returns the warnings to send.
+pub fn decode(
+    resource: &Resource,
+    object: Map<String, Value>,
+    source: Source<'_>,
+    validation: FieldValidation,
+) -> Result<(Map<String, Value>, Vec<String>), ApiError> {
+    let mut problems = Vec::new();
+    if let Source::Body(body) = source {
+        problems.extend(duplicate_fields(body).iter().map(|p| listwatch_proto::duplicate_field_error(p)));
+    }
+    let value = Value::Object(object);
+    let schema = has_schema(resource);
+    if schema {
+        let unknown = listwatch_proto::check_json_fields(resource.group, resource.version, resource.kind, &value)
+            .map_err(ApiError::internal)?;
+        problems.extend(unknown.iter().map(|p| listwatch_proto::unknown_field_error(p)));
+    }
+    let mut warnings = Vec::new();
+    if !problems.is_empty() {
+        match validation {
+            FieldValidation::Strict => {
+                let message = listwatch_proto::strict_decoding_message(resource.kind, resource.version, &problems);
+                return Err(match source {
+                    Source::Body(_) => ApiError::bad_request(message),
+                    Source::Patch { patch, name } => ApiError::invalid(
+                        resource.group,
+                        resource.kind,
+                        name,
+                        vec![StatusCause::new(
+                            "FieldValueInvalid",
+                            format!("Invalid value: {:?}: strict decoding error: {}", String::from_utf8_lossy(patch), problems.join(", ")),
+                            "patch",
+                        )],
+                    ),
+                });
+            }
+            FieldValidation::Warn => warnings = problems,
+            FieldValidation::Ignore => {}
+        }
+    }
+    let value = if schema { normalize(resource, &value)? } else { value };
+    match value {
+        Value::Object(map) => Ok((map, warnings)),
+        _ => Err(ApiError::bad_request("the object is not a JSON object")),
+    }
+}
+
+/// The object as the schema sees it: unknown fields dropped, the rest as kube-apiserver
+/// serves it.
+pub fn normalize(resource: &Resource, value: &Value) -> Result<Value, ApiError> {
+    let bytes = listwatch_proto::encode_object(resource.group, resource.version, resource.kind, value)
+        .map_err(|e| ApiError::bad_request(format!("{} in version \"{}\" cannot be handled as a {}: {e}", resource.kind, resource.version, resource.kind)))?;
+    let decoded = listwatch_proto::decode_object(resource.group, resource.version, resource.kind, &bytes).map_err(ApiError::internal)?;
+    Ok(decoded.object)
+}
+
+/// Decodes a protobuf request body (`k8s\0` + Unknown) for `resource` into JSON. Unknown
+/// protobuf fields are ignored, as kube-apiserver does (it never strict-decodes protobuf).
+pub fn decode_protobuf(resource: &Resource, body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    if !has_schema(resource) {
+        return Err(ApiError::unsupported_media_type("application/vnd.kubernetes.protobuf"));
+    }
+    let envelope = listwatch_proto::unwrap_unknown(body).map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}")))?;
+    if envelope.api_version != resource.api_version() || envelope.kind != resource.kind {
+        return Err(ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): {}/{} in the body",
+            resource.kind, envelope.api_version, envelope.kind
+        )));
+    }
+    let decoded = listwatch_proto::decode_object(resource.group, resource.version, resource.kind, envelope.raw)
+        .map_err(|e| ApiError::bad_request(format!("{} in version \"{}\" cannot be handled as a {}: {e}", resource.kind, resource.version, resource.kind)))?;
+    match decoded.object {
+        Value::Object(map) => Ok(map),
+        _ => Err(ApiError::bad_request("the object is not a JSON object")),
+    }
+}
+
+/// Paths of keys that appear twice in one JSON object of `body` (`metadata.name`,
+/// `spec.containers[0].image`), in document order.
+pub fn duplicate_fields(body: &[u8]) -> Vec<String> {
+    let found = RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let _ = DuplicateCheck { path: String::new(), found: &found }.deserialize(&mut de);
+    found.into_inner()
+}
+
+struct DuplicateCheck<'a> {
+    path: String,
+    found: &'a RefCell<Vec<String>>,
+}
+
+impl<'de> DeserializeSeed<'de> for DuplicateCheck<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DuplicateCheck<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
+            if !seen.insert(key) {
+                self.found.borrow_mut().push(path.clone());
+            }
+            map.next_value_seed(DuplicateCheck { path, found: self.found })?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        while seq.next_element_seed(DuplicateCheck { path: format!("{}[{i}]", self.path), found: self.found })?.is_some() {
+            i += 1;
+        }
+        Ok(())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_duplicates_with_paths() {
+        let body = br#"{"metadata":{"name":"a","name":"b"},"spec":{"containers":[{"image":"x","image":"y"}]}}"#;
+        assert_eq!(duplicate_fields(body), ["metadata.name", "spec.containers[0].image"]);
+        assert!(duplicate_fields(br#"{"a":1,"b":{"a":2}}"#).is_empty());
+    }
+}

@@ -1,0 +1,308 @@
+//! The checks, grouped by the part of the protocol they exercise:
+//!
+//! * [`stream`] — the watch response itself: headers, framing, `timeoutSeconds`, URL forms;
+//! * [`events`] — which events a watch delivers, in which order, from which start point;
+//! * [`initial`] — synthetic ADDED events and the initial-events-end bookmark (streaming lists);
+//! * [`bookmarks`] — periodic bookmarks and resuming from them;
+//! * [`expiry`] — 410 Expired for too-old watches and expired continue tokens;
+//! * [`options`] — 422 / 400 for option combinations kube refuses;
+//! * [`list`] — pagination;
+//! * [`write`] — optimistic concurrency (409).
+
+mod bookmarks;
+mod events;
+mod expiry;
+mod initial;
+mod list;
+mod options;
+mod stream;
+mod write;
+
+use crate::watch::{WatchEvent, WatchStream};
+use crate::{Check, CheckFailure};
+
+/// Every check, in report order.
+pub fn all_checks() -> Vec<Check> {
+    vec![
+        Check {
+            name: "watch-response-head",
+            section: "§11.1",
+            summary: "watch=1 answers 200 at once (before any event) with Content-Type application/json, chunked, Cache-Control no-cache, private",
+            exclusive: false,
+            run: |t| Box::pin(stream::response_head(t)),
+        },
+        Check {
+            name: "watch-body-ndjson",
+            section: "§11.2",
+            summary: "the body is newline-delimited JSON objects with exactly the keys type and object",
+            exclusive: false,
+            run: |t| Box::pin(stream::body_is_ndjson(t)),
+        },
+        Check {
+            name: "watch-event-types",
+            section: "§11.3",
+            summary: "create/update/delete give ADDED/MODIFIED/DELETED; DELETED carries the deletion's (newer) resourceVersion",
+            exclusive: false,
+            run: |t| Box::pin(events::event_types(t)),
+        },
+        Check {
+            name: "watch-from-resource-version",
+            section: "§11.4",
+            summary: "a watch from RV R delivers exactly the changes with RV > R, in RV order, without synthetic ADDEDs",
+            exclusive: false,
+            run: |t| Box::pin(events::from_resource_version(t)),
+        },
+        Check {
+            name: "watch-restart-from-last-seen",
+            section: "§11.5",
+            summary: "restarting from the last RV seen (also a DELETED's) continues without gaps or duplicates",
+            exclusive: false,
+            run: |t| Box::pin(events::restart_from_last_seen(t)),
+        },
+        Check {
+            name: "watch-label-selector-transitions",
+            section: "§11.6",
+            summary: "starting to match gives ADDED, stopping gives DELETED with the previous object at the update's RV",
+            exclusive: false,
+            run: |t| Box::pin(events::label_selector_transitions(t)),
+        },
+        Check {
+            name: "watch-concurrent-same-order",
+            section: "§11.7",
+            summary: "10 watches started at the same RV see identical sequences",
+            exclusive: false,
+            run: |t| Box::pin(events::concurrent_watches(t)),
+        },
+        Check {
+            name: "watch-namespace-scoped",
+            section: "§1.1",
+            summary: "a namespaced watch, live or replaying from an RV, never delivers another namespace's objects",
+            exclusive: false,
+            run: |t| Box::pin(events::namespace_scoped(t)),
+        },
+        Check {
+            name: "watch-initial-events",
+            section: "§11.8",
+            summary: "resourceVersion unset or \"0\" starts with a synthetic ADDED per existing object",
+            exclusive: false,
+            run: |t| Box::pin(initial::initial_events(t)),
+        },
+        Check {
+            name: "watch-initial-events-end-bookmark",
+            section: "§1.3",
+            summary: "RV unset or \"0\" with allowWatchBookmarks: the ADDEDs end with the k8s.io/initial-events-end bookmark (WatchList on, as kube 1.32, 1.34+)",
+            exclusive: false,
+            run: |t| Box::pin(initial::initial_events_end_bookmark(t)),
+        },
+        Check {
+            name: "watch-streaming-list",
+            section: "§11.11",
+            summary: "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true: ADDEDs, the annotated bookmark, then changes",
+            exclusive: false,
+            run: |t| Box::pin(initial::streaming_list(t)),
+        },
+        Check {
+            name: "watch-bookmarks",
+            section: "§11.10",
+            summary: "a BOOKMARK is a ConfigMap whose RV is ≥ every RV delivered before it, and a resume point that misses and repeats nothing",
+            exclusive: false,
+            run: |t| Box::pin(bookmarks::bookmarks(t)),
+        },
+        Check {
+            name: "watch-timeout-seconds",
+            section: "§11.12",
+            summary: "timeoutSeconds=2 ends the stream cleanly after about 2 s",
+            exclusive: false,
+            run: |t| Box::pin(stream::timeout_seconds(t)),
+        },
+        Check {
+            name: "watch-legacy-path",
+            section: "§1.1",
+            summary: "/api/v1/watch/namespaces/{ns}/configmaps works like ?watch=1",
+            exclusive: false,
+            run: |t| Box::pin(stream::legacy_collection_path(t)),
+        },
+        Check {
+            name: "watch-legacy-path-named-object",
+            section: "§1.1",
+            summary: "/api/v1/watch/namespaces/{ns}/configmaps/{name} watches that one object",
+            exclusive: false,
+            run: |t| Box::pin(stream::legacy_object_path(t)),
+        },
+        Check {
+            name: "watch-query-boolean",
+            section: "§1.1",
+            summary: "a bare ?watch is a watch; watch=false and watch=0 are lists; watch=1 on an item URL is a GET",
+            exclusive: false,
+            run: |t| Box::pin(stream::watch_query_boolean(t)),
+        },
+        Check {
+            name: "invalid-option-combinations",
+            section: "§1.4",
+            summary: "option combinations kube refuses answer 422 Invalid with details kind ListOptions, group meta.k8s.io",
+            exclusive: false,
+            run: |t| Box::pin(options::invalid_combinations(t)),
+        },
+        Check {
+            name: "bad-list-requests",
+            section: "§1.4",
+            summary: "continue with resourceVersion, a garbage continue token, a non-numeric resourceVersion answer 400",
+            exclusive: false,
+            run: |t| Box::pin(options::bad_requests(t)),
+        },
+        Check {
+            name: "list-pagination",
+            section: "§11.13",
+            summary: "pages share one RV, come in key order, count remainingItemCount right, and omit it on the last page",
+            exclusive: false,
+            run: |t| Box::pin(list::pagination(t)),
+        },
+        Check {
+            name: "update-stale-resource-version",
+            section: "§11.15",
+            summary: "PUT with a stale resourceVersion answers 409 Conflict with kube's message",
+            exclusive: false,
+            run: |t| Box::pin(write::stale_update_conflicts(t)),
+        },
+        Check {
+            name: "watch-too-old-resource-version",
+            section: "§11.9",
+            summary: "a watch from a compacted RV answers 200, one ERROR event (410 Expired), then ends",
+            exclusive: true,
+            run: |t| Box::pin(expiry::too_old_watch(t)),
+        },
+        Check {
+            name: "list-expired-continue",
+            section: "§11.14",
+            summary: "a compacted continue token answers 410 Expired with a new token that continues at a new RV",
+            exclusive: true,
+            run: |t| Box::pin(expiry::expired_continue(t)),
+        },
+    ]
+}
+
+/// An event a check expects: type, object name, and resourceVersion when known (a DELETE's
+/// revision is only learned from its event).
+#[derive(Clone, Debug)]
+pub(crate) struct Expected {
+    pub kind: &'static str,
+    pub name: String,
+    pub rv: Option<i64>,
+}
+
+impl Expected {
+    pub fn new(kind: &'static str, object: &serde_json::Value) -> Expected {
+        Expected {
+            kind,
+            name: object["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+            rv: Some(crate::fixture::rv(object)),
+        }
+    }
+
+    pub fn deleted(name: String) -> Expected {
+        Expected { kind: "DELETED", name, rv: None }
+    }
+
+    fn brief(&self) -> String {
+        match self.rv {
+            Some(rv) => format!("{} {}@{rv}", self.kind, self.name),
+            None => format!("{} {}@?", self.kind, self.name),
+        }
+    }
+}
+
+/// Compares what a watch delivered with what the check expects: same types and names in the
+/// same order, known resourceVersions equal, and resourceVersions strictly increasing and
+/// greater than `after` (the watch's start).
+pub(crate) fn expect_sequence(
+    watch: &WatchStream,
+    what: &str,
+    got: &[WatchEvent],
+    expected: &[Expected],
+    after: i64,
+) -> Result<(), CheckFailure> {
+    let show = || {
+        format!(
+            "expected: [{}]\ngot:      [{}]",
+            expected.iter().map(Expected::brief).collect::<Vec<_>>().join(", "),
+            got.iter().map(WatchEvent::brief).collect::<Vec<_>>().join(", ")
+        )
+    };
+    let fail = |why: String| {
+        CheckFailure::failed_with(
+            format!("GET {}: {what}: {why}", watch.path),
+            format!("{}\n{}", show(), watch.transcript()),
+        )
+    };
+    if got.len() != expected.len() {
+        return Err(fail(format!("expected {} events, got {}", expected.len(), got.len())));
+    }
+    let mut last = after;
+    for (i, (event, want)) in got.iter().zip(expected).enumerate() {
+        if event.kind != want.kind || event.name() != want.name {
+            return Err(fail(format!("event {i} is {}, expected {}", event.brief(), want.brief())));
+        }
+        if let Some(rv) = want.rv
+            && event.rv() != rv
+        {
+            return Err(fail(format!("event {i} has resourceVersion {}, the write's was {rv}", event.rv())));
+        }
+        if event.rv() <= last {
+            return Err(fail(format!(
+                "event {i} ({}) has resourceVersion {} which is not greater than {last}",
+                event.brief(),
+                event.rv()
+            )));
+        }
+        last = event.rv();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: &str, name: &str, rv: i64) -> WatchEvent {
+        let object = serde_json::json!({"metadata": {"name": name, "resourceVersion": rv.to_string()}});
+        WatchEvent { kind: kind.into(), line: object.to_string(), object }
+    }
+
+    fn expected(kind: &'static str, name: &str, rv: Option<i64>) -> Expected {
+        Expected { kind, name: name.into(), rv }
+    }
+
+    #[test]
+    fn check_names_are_unique_label_values() {
+        let checks = all_checks();
+        let mut names: Vec<&str> = checks.iter().map(|c| c.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), checks.len(), "duplicate check names");
+        for name in names {
+            // A label value: ≤ 63 bytes of [a-z0-9-], starting and ending alphanumeric.
+            let valid = name.len() <= 63
+                && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !name.starts_with('-')
+                && !name.ends_with('-');
+            assert!(valid, "{name} cannot be a label value");
+        }
+    }
+
+    #[test]
+    fn sequences_must_match_exactly() {
+        let watch = WatchStream::empty_for_tests();
+        let want = [expected("ADDED", "a", Some(5)), expected("DELETED", "a", None)];
+        let check = |got: &[WatchEvent]| expect_sequence(&watch, "t", got, &want, 4);
+        assert!(check(&[event("ADDED", "a", 5), event("DELETED", "a", 9)]).is_ok());
+        // Missing, extra, reordered, wrong type, wrong RV, RV not increasing, RV not after the start.
+        assert!(check(&[event("ADDED", "a", 5)]).is_err());
+        assert!(check(&[event("ADDED", "a", 5), event("DELETED", "a", 9), event("DELETED", "a", 10)]).is_err());
+        assert!(check(&[event("DELETED", "a", 9), event("ADDED", "a", 5)]).is_err());
+        assert!(check(&[event("MODIFIED", "a", 5), event("DELETED", "a", 9)]).is_err());
+        assert!(check(&[event("ADDED", "a", 6), event("DELETED", "a", 9)]).is_err());
+        assert!(check(&[event("ADDED", "a", 5), event("DELETED", "a", 5)]).is_err());
+        let early = [expected("ADDED", "a", None)];
+        assert!(expect_sequence(&watch, "t", &[event("ADDED", "a", 4)], &early, 4).is_err());
+    }
+}

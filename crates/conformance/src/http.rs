@@ -1,0 +1,164 @@
+//! Plain (non-watch) requests: send, read the whole answer with a timeout, and keep status,
+//! headers and body bytes so a failing check can show exactly what the server said.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use reqwest::Method;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use crate::{CheckFailure, Target};
+
+/// How long a non-watch request may take, from sending to the last body byte.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// For how long a 429 (e.g. a watch cache re-initialising after a reset) is retried, honouring
+/// `Retry-After`, before it is taken as the answer.
+pub const RETRY_429_FOR: Duration = Duration::from_secs(15);
+
+/// A complete answer.
+#[derive(Clone, Debug)]
+pub struct ApiResponse {
+    pub method: Method,
+    pub path: String,
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl ApiResponse {
+    /// The body as JSON, or a failure showing it.
+    pub fn json(&self) -> Result<Value, CheckFailure> {
+        serde_json::from_slice(&self.body).map_err(|e| {
+            CheckFailure::failed_with(format!("{} {}: body is not JSON: {e}", self.method, self.path), self.describe())
+        })
+    }
+
+    /// The body as JSON if the status is `expected`, else a failure showing the answer.
+    pub fn expect(&self, expected: u16) -> Result<Value, CheckFailure> {
+        if self.status != expected {
+            return Err(CheckFailure::failed_with(
+                format!("{} {}: expected HTTP {expected}, got {}", self.method, self.path, self.status),
+                self.describe(),
+            ));
+        }
+        self.json()
+    }
+
+    /// The answer as a person would want to see it in a report.
+    pub fn describe(&self) -> String {
+        let mut text = format!("{} {}\nHTTP {}\n", self.method, self.path, self.status);
+        for name in ["content-type", "retry-after"] {
+            if let Some(value) = self.headers.get(name) {
+                text.push_str(&format!("{name}: {}\n", String::from_utf8_lossy(value.as_bytes())));
+            }
+        }
+        text.push_str(&truncate(&self.body));
+        text
+    }
+}
+
+/// Body bytes for a report: lossy UTF-8, cut at 4 KiB.
+pub fn truncate(bytes: &[u8]) -> String {
+    const MAX: usize = 4096;
+    if bytes.len() <= MAX {
+        return String::from_utf8_lossy(bytes).into_owned();
+    }
+    format!("{}… ({} bytes in all)", String::from_utf8_lossy(&bytes[..MAX]), bytes.len())
+}
+
+impl Target {
+    /// A request with the target's credentials.
+    pub(crate) fn request(&self, method: Method, path_and_query: &str) -> reqwest::RequestBuilder {
+        let mut request =
+            self.client.request(method, self.url(path_and_query)).header(reqwest::header::ACCEPT, "application/json");
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        request
+    }
+
+    /// Sends a request and reads the whole answer; a 429 is retried (after `Retry-After`) for
+    /// a while, as every client does.
+    pub(crate) async fn send(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        body: Option<&Value>,
+    ) -> Result<ApiResponse, CheckFailure> {
+        let started = Instant::now();
+        loop {
+            let mut request = self.request(method.clone(), path_and_query);
+            if let Some(body) = body {
+                request = request.json(body);
+            }
+            let response = tokio::time::timeout(REQUEST_TIMEOUT, async {
+                let response = request.send().await?;
+                let status = response.status().as_u16();
+                let headers = response.headers().clone();
+                let body = response.bytes().await?;
+                Ok::<_, reqwest::Error>(ApiResponse {
+                    method: method.clone(),
+                    path: path_and_query.to_string(),
+                    status,
+                    headers,
+                    body,
+                })
+            })
+            .await
+            .map_err(|_| {
+                CheckFailure::failed(format!(
+                    "{method} {path_and_query}: no complete answer within {} s",
+                    REQUEST_TIMEOUT.as_secs()
+                ))
+            })?
+            .map_err(|e| CheckFailure::failed(format!("{method} {path_and_query}: {e}")))?;
+            if response.status == 429
+                && let Some(wait) = retry_after(&response.headers)
+                && started.elapsed() + wait < RETRY_429_FOR
+            {
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            return Ok(response);
+        }
+    }
+
+    pub(crate) async fn get(&self, path_and_query: &str) -> Result<ApiResponse, CheckFailure> {
+        self.send(Method::GET, path_and_query, None).await
+    }
+}
+
+/// The `Retry-After` delay in seconds, if the header is there.
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let seconds: u64 = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()?;
+    Some(Duration::from_secs(seconds.clamp(1, 5)))
+}
+
+/// A `metav1.Status` body's fields that checks assert on.
+#[derive(Clone, Debug, Default)]
+pub struct Status {
+    pub kind: String,
+    pub status: String,
+    pub code: i64,
+    pub reason: String,
+    pub message: String,
+    pub details: Value,
+    pub continue_token: String,
+}
+
+impl Status {
+    pub fn from_json(value: &Value) -> Status {
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        Status {
+            kind: text(&value["kind"]),
+            status: text(&value["status"]),
+            code: value["code"].as_i64().unwrap_or_default(),
+            reason: text(&value["reason"]),
+            message: text(&value["message"]),
+            details: value["details"].clone(),
+            continue_token: text(&value["metadata"]["continue"]),
+        }
+    }
+}

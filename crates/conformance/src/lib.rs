@@ -1,0 +1,167 @@
+//! LIST/WATCH protocol conformance checks that run against any Kubernetes apiserver: listwatch,
+//! or a real kube-apiserver.
+//!
+//! The checks turn the assertions of the protocol specification
+//! (`shared/spec/apiserver-protocol.md`, §1–§7 and the checklist in §11) into requests against a
+//! live server and compare what comes back, exactly where the spec pins the bytes down (headers,
+//! Status messages, event shapes). Each check is named by what it asserts and carries the spec
+//! section it comes from.
+//!
+//! * [`Target`] says where the server is (a URL or a kubeconfig), how to authenticate, which
+//!   namespace the run may create and delete, and whether listwatch's debug API is there.
+//! * [`all_checks`] lists the [`Check`]s; [`run`] runs them and returns a [`Report`] of
+//!   [`Outcome`]s: passed, failed (why, with the offending bytes or event), or skipped (why).
+//!
+//! Every check works on ConfigMaps in the run's namespace, with names of its own and a label
+//! (`listwatch-conformance/check=<check name>`) that its watches select on, so checks are
+//! independent and run concurrently. The few that disturb the whole server (compaction, a watch
+//! cache reset) are marked [`Check::exclusive`] and run alone, after the others.
+//!
+//! From the command line:
+//!
+//! ```text
+//! listwatch-conformance --server http://127.0.0.1:8080 --debug-api     # a listwatch with --enable-debug-api
+//! listwatch-conformance --kubeconfig ~/.kube/config --check watch-bookmarks
+//! listwatch-conformance --list
+//! ```
+//!
+//! HTTPS servers need the `tls` feature (or `kubectl proxy` in front of them).
+
+mod checks;
+mod fixture;
+mod http;
+mod kubeconfig;
+mod report;
+mod target;
+mod watch;
+
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+
+pub use checks::all_checks;
+pub use kubeconfig::KubeconfigError;
+pub use report::{CheckResult, Outcome, Report};
+pub use target::{Target, TargetError};
+
+/// One conformance check: what it asserts, where the spec says so, and how to run it.
+#[derive(Clone, Copy)]
+pub struct Check {
+    /// Stable, unique name (also the label value that isolates its objects, so ≤ 63 bytes).
+    pub name: &'static str,
+    /// The spec section it comes from, e.g. `"§11.3"`.
+    pub section: &'static str,
+    /// One line on what it asserts.
+    pub summary: &'static str,
+    /// Whether it disturbs the whole server (compaction, cache resets) and so must run alone.
+    pub exclusive: bool,
+    pub run: fn(&Target) -> BoxFuture<'_, Result<(), CheckFailure>>,
+}
+
+impl std::fmt::Debug for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Check").field("name", &self.name).field("section", &self.section).finish_non_exhaustive()
+    }
+}
+
+/// Why a check did not pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckFailure {
+    /// The server broke the protocol (or could not be talked to): what was expected, and the
+    /// offending bytes, event or response as evidence.
+    Failed { why: String, evidence: Option<String> },
+    /// The check could not be carried out against this server; never a verdict.
+    Skipped { why: String },
+}
+
+impl CheckFailure {
+    pub fn failed(why: impl Into<String>) -> CheckFailure {
+        CheckFailure::Failed { why: why.into(), evidence: None }
+    }
+
+    pub fn failed_with(why: impl Into<String>, evidence: impl Into<String>) -> CheckFailure {
+        CheckFailure::Failed { why: why.into(), evidence: Some(evidence.into()) }
+    }
+
+    pub fn skipped(why: impl Into<String>) -> CheckFailure {
+        CheckFailure::Skipped { why: why.into() }
+    }
+
+    /// The failure as one text (for setup problems reported outside a check).
+    pub fn describe(&self) -> String {
+        match self {
+            CheckFailure::Failed { why, evidence: Some(evidence) } => format!("{why}\n{evidence}"),
+            CheckFailure::Failed { why, evidence: None } | CheckFailure::Skipped { why } => why.clone(),
+        }
+    }
+}
+
+/// Fails the check with `why` (a format string) unless `cond` holds.
+macro_rules! ensure {
+    ($cond:expr, $($why:tt)+) => {
+        if !$cond {
+            return Err($crate::CheckFailure::failed(format!($($why)+)));
+        }
+    };
+}
+pub(crate) use ensure;
+
+/// A check that has not finished by then has failed (every read inside it has a shorter
+/// timeout of its own; this only bounds the sum).
+const CHECK_DEADLINE: Duration = Duration::from_secs(90);
+
+/// Runs the checks named in `only` (every check when empty) against `target`: creates the
+/// run's namespace, runs the concurrent checks together and then the exclusive ones one by
+/// one, and deletes the namespace. A name that matches no check is reported as failed.
+pub async fn run(target: &Target, only: &[String]) -> Report {
+    let started = Instant::now();
+    let checks = all_checks();
+    let mut results = Vec::new();
+    for name in only {
+        if !checks.iter().any(|c| c.name == name) {
+            results.push(CheckResult {
+                name: name.clone(),
+                section: "",
+                outcome: Outcome::Failed { why: "no check has this name".into(), evidence: None },
+                elapsed: Duration::ZERO,
+            });
+        }
+    }
+    let selected: Vec<Check> =
+        checks.into_iter().filter(|c| only.is_empty() || only.iter().any(|n| n == c.name)).collect();
+    if let Err(failure) = fixture::create_namespace(target).await {
+        let outcome = Outcome::from_failure(CheckFailure::Failed {
+            why: format!("could not create the test namespace {}", target.namespace),
+            evidence: Some(failure.describe()),
+        });
+        for check in &selected {
+            results.push(CheckResult {
+                name: check.name.to_string(),
+                section: check.section,
+                outcome: outcome.clone(),
+                elapsed: Duration::ZERO,
+            });
+        }
+        return Report { results, elapsed: started.elapsed(), cleanup_problem: None };
+    }
+    let (exclusive, concurrent): (Vec<Check>, Vec<Check>) = selected.into_iter().partition(|c| c.exclusive);
+    results.extend(futures::future::join_all(concurrent.iter().map(|c| run_one(target, c))).await);
+    for check in &exclusive {
+        results.push(run_one(target, check).await);
+    }
+    let cleanup_problem = fixture::delete_namespace(target).await.err().map(|f| f.describe());
+    Report { results, elapsed: started.elapsed(), cleanup_problem }
+}
+
+async fn run_one(target: &Target, check: &Check) -> CheckResult {
+    let started = Instant::now();
+    let outcome = match tokio::time::timeout(CHECK_DEADLINE, (check.run)(target)).await {
+        Ok(Ok(())) => Outcome::Passed,
+        Ok(Err(failure)) => Outcome::from_failure(failure),
+        Err(_) => Outcome::Failed {
+            why: format!("the check did not finish within {} s", CHECK_DEADLINE.as_secs()),
+            evidence: None,
+        },
+    };
+    CheckResult { name: check.name.to_string(), section: check.section, outcome, elapsed: started.elapsed() }
+}

@@ -1,0 +1,137 @@
+//! The outcome of a run: one [`CheckResult`] per check, printable for people and assertable in
+//! tests.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::CheckFailure;
+
+/// What became of one check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    /// The server broke the protocol: why, and the offending bytes, event or response.
+    Failed {
+        why: String,
+        evidence: Option<String>,
+    },
+    /// The check could not be carried out against this server.
+    Skipped {
+        why: String,
+    },
+}
+
+impl Outcome {
+    pub(crate) fn from_failure(failure: CheckFailure) -> Outcome {
+        match failure {
+            CheckFailure::Failed { why, evidence } => Outcome::Failed { why, evidence },
+            CheckFailure::Skipped { why } => Outcome::Skipped { why },
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct CheckResult {
+    pub name: String,
+    pub section: &'static str,
+    pub outcome: Outcome,
+    pub elapsed: Duration,
+}
+
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub results: Vec<CheckResult>,
+    pub elapsed: Duration,
+    /// Set when the run's namespace could not be deleted afterwards (not a check failure).
+    pub cleanup_problem: Option<String>,
+}
+
+impl Report {
+    pub fn passed(&self) -> impl Iterator<Item = &CheckResult> {
+        self.results.iter().filter(|r| r.outcome == Outcome::Passed)
+    }
+
+    pub fn failed(&self) -> impl Iterator<Item = &CheckResult> {
+        self.results.iter().filter(|r| matches!(r.outcome, Outcome::Failed { .. }))
+    }
+
+    pub fn skipped(&self) -> impl Iterator<Item = &CheckResult> {
+        self.results.iter().filter(|r| matches!(r.outcome, Outcome::Skipped { .. }))
+    }
+
+    pub fn all_passed(&self) -> bool {
+        self.failed().next().is_none()
+    }
+
+    /// The result of the check with this name.
+    pub fn get(&self, name: &str) -> Option<&CheckResult> {
+        self.results.iter().find(|r| r.name == name)
+    }
+
+    /// Panics, printing the whole report, if any check failed.
+    pub fn assert_all_passed(&self) {
+        assert!(self.all_passed(), "conformance checks failed:\n{self}");
+    }
+
+    /// The checks that failed, and those skipped for a reason not in `allowed_skips` (pairs of
+    /// a check name and a prefix of its skip reason).
+    pub fn problems(&self, allowed_skips: &[(&str, &str)]) -> Vec<&CheckResult> {
+        self.results
+            .iter()
+            .filter(|r| match &r.outcome {
+                Outcome::Passed => false,
+                Outcome::Failed { .. } => true,
+                Outcome::Skipped { why } => {
+                    !allowed_skips.iter().any(|(name, prefix)| *name == r.name && why.starts_with(prefix))
+                }
+            })
+            .collect()
+    }
+
+    /// Panics, printing the whole report, if any check failed or was skipped for a reason not
+    /// in `allowed_skips`.
+    pub fn assert_all_passed_allowing_skips(&self, allowed_skips: &[(&str, &str)]) {
+        let problems = self.problems(allowed_skips);
+        assert!(
+            problems.is_empty(),
+            "conformance checks failed or were skipped for reasons not allowed here: {:?}\n{self}",
+            problems.iter().map(|r| &r.name).collect::<Vec<_>>()
+        );
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for result in &self.results {
+            let label = match result.outcome {
+                Outcome::Passed => "PASS",
+                Outcome::Failed { .. } => "FAIL",
+                Outcome::Skipped { .. } => "SKIP",
+            };
+            writeln!(f, "{label}  {:<44} {:<8} {:>6.2}s", result.name, result.section, result.elapsed.as_secs_f64())?;
+            match &result.outcome {
+                Outcome::Passed => {}
+                Outcome::Skipped { why } => writeln!(f, "      why: {why}")?,
+                Outcome::Failed { why, evidence } => {
+                    writeln!(f, "      why: {why}")?;
+                    if let Some(evidence) = evidence {
+                        for line in evidence.lines() {
+                            writeln!(f, "      | {line}")?;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(problem) = &self.cleanup_problem {
+            writeln!(f, "note: cleaning up the test namespace failed: {problem}")?;
+        }
+        writeln!(f, "in {:.1} s", self.elapsed.as_secs_f64())?;
+        write!(
+            f,
+            "{} passed, {} failed, {} skipped",
+            self.passed().count(),
+            self.failed().count(),
+            self.skipped().count()
+        )
+    }
+}

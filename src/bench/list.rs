@@ -1,0 +1,259 @@
+//! `listwatch bench list`: creates N pods (as `bench create` does), then times full LISTs of
+//! every pod in the three ways clients ask for them:
+//!
+//! * `resourceVersion=0`: whatever the watch cache has (informers' first list);
+//! * `resourceVersion` unset: a consistent read (from the cache once it has storage's
+//!   revision, else from storage);
+//! * `limit=500` and its continue tokens until the last page (kubectl's chunking; served from
+//!   storage at one revision).
+//!
+//! Each is repeated `--repeat` times on one connection. The body is streamed and counted, not
+//! kept: bytes, items (`{"metadata":{` starts every item), seconds. The server's peak RSS is
+//! reset after the creates (where the kernel allows it) so it shows what the LISTs cost.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::bail;
+use clap::Args;
+use http::Method;
+use http_body_util::BodyExt;
+use serde::Serialize;
+
+use super::ServerArgs;
+use super::create::{CreateOutcome, create_pods, print_usage};
+use super::decode::{StreamCounter, list_meta_string};
+use super::http::{HttpConnection, encode_query_value};
+use super::objects;
+use super::report;
+use super::server::{ProcessUsage, ServerUnderTest, cpu_between, machine_busy_seconds, other_cpu_seconds};
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// How many pods to create before listing.
+    #[arg(long, default_value_t = 10_000)]
+    objects: u64,
+    /// Approximate size of each stored pod, in bytes.
+    #[arg(long, default_value_t = 1024)]
+    object_size: usize,
+    /// Connections that create the pods.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    /// Times each kind of LIST is repeated.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Page size of the paged LIST (kubectl's is 500).
+    #[arg(long, default_value_t = 500)]
+    page_size: u64,
+    /// Namespace to create the pods in (the LISTs are of all namespaces).
+    #[arg(long, default_value = "default")]
+    namespace: String,
+    /// Write the result as JSON here.
+    #[arg(long)]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+/// The LISTs the bench times.
+#[derive(Clone, Copy, Debug)]
+enum ListKind {
+    Cache,
+    Consistent,
+    Paged { limit: u64 },
+}
+
+impl ListKind {
+    fn name(self) -> String {
+        match self {
+            ListKind::Cache => "resourceVersion=0".into(),
+            ListKind::Consistent => "consistent (resourceVersion unset)".into(),
+            ListKind::Paged { limit } => format!("limit={limit} paging"),
+        }
+    }
+
+    fn first_path(self) -> String {
+        match self {
+            ListKind::Cache => "/api/v1/pods?resourceVersion=0".into(),
+            ListKind::Consistent => "/api/v1/pods".into(),
+            ListKind::Paged { limit } => format!("/api/v1/pods?limit={limit}"),
+        }
+    }
+}
+
+/// One timed LIST (all its pages).
+#[derive(Clone, Debug, Serialize)]
+struct ListRun {
+    seconds: f64,
+    bytes: u64,
+    items: u64,
+    pages: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+struct ListSummary {
+    kind: String,
+    runs: Vec<ListRun>,
+    mean_seconds: f64,
+    min_seconds: f64,
+    max_seconds: f64,
+    mib_per_second: f64,
+    items_per_second: f64,
+}
+
+#[derive(Serialize)]
+struct ListResult {
+    command: String,
+    server: String,
+    backend: String,
+    objects: u64,
+    object_size: usize,
+    create: CreateOutcome,
+    server_peak_rss_after_create_mib: Option<f64>,
+    lists: Vec<ListSummary>,
+    /// Peak RSS during the LISTs (reset after the creates), or since start if the reset failed.
+    server_peak_rss_during_lists_mib: Option<f64>,
+    server_peak_rss_was_reset: bool,
+    server_cpu_seconds_lists: Option<f64>,
+    bench_cpu_seconds_lists: Option<f64>,
+    /// What other processes used during the LISTs (should be near 0).
+    other_cpu_seconds_lists: Option<f64>,
+}
+
+/// Streams one response body, counting bytes and items, keeping the start (for ListMeta).
+async fn read_list(connection: &mut HttpConnection, path: &str) -> anyhow::Result<(u64, u64, Option<String>)> {
+    let response = connection.send(Method::GET, path, "application/json", None).await?;
+    let status = response.status();
+    let mut body = response.into_body();
+    if !status.is_success() {
+        let answer = body.collect().await?.to_bytes();
+        bail!("LIST {path} answered {status}: {}", String::from_utf8_lossy(&answer));
+    }
+    let mut items = StreamCounter::new(b"{\"metadata\":{");
+    let mut head = Vec::new();
+    let mut bytes = 0u64;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame?.into_data() else { continue };
+        bytes += data.len() as u64;
+        if head.len() < 4096 {
+            head.extend_from_slice(&data[..data.len().min(4096 - head.len())]);
+        }
+        items.feed(&data);
+    }
+    let continue_token = list_meta_string(&head, "continue").filter(|t| !t.is_empty());
+    Ok((bytes, items.count, continue_token))
+}
+
+async fn timed_list(connection: &mut HttpConnection, kind: ListKind) -> anyhow::Result<ListRun> {
+    let started = Instant::now();
+    let (mut bytes, mut items, mut pages) = (0, 0, 0);
+    let mut path = kind.first_path();
+    loop {
+        let (b, n, continue_token) = read_list(connection, &path).await?;
+        bytes += b;
+        items += n;
+        pages += 1;
+        match (kind, continue_token) {
+            (ListKind::Paged { limit }, Some(token)) => {
+                path = format!("/api/v1/pods?limit={limit}&continue={}", encode_query_value(&token));
+            }
+            _ => break,
+        }
+    }
+    Ok(ListRun { seconds: started.elapsed().as_secs_f64(), bytes, items, pages })
+}
+
+pub async fn run(args: ListArgs) -> anyhow::Result<()> {
+    let server = ServerUnderTest::start(&args.server).await?;
+    let prefix = format!("bench-{}", objects::run_tag());
+    eprintln!("bench: creating {} pods", args.objects);
+    let create =
+        create_pods(server.addr, &args.namespace, &prefix, args.objects, args.concurrency, args.object_size).await?;
+    println!(
+        "created {}/{} pods in {:.2} s ({:.0}/s, latency {})",
+        create.created,
+        create.requested,
+        create.seconds,
+        create.creates_per_second,
+        create.latency.brief()
+    );
+    let peak_after_create = server.usage().map(|u| report::mib(u.peak_rss_bytes));
+    let reset = server.reset_peak_rss();
+    let (server_before, self_before, machine_before) =
+        (server.usage(), ProcessUsage::of_self(), machine_busy_seconds());
+    let lists_started = Instant::now();
+    let mut connection = HttpConnection::connect(server.addr).await?;
+    let mut lists = Vec::new();
+    for kind in [ListKind::Cache, ListKind::Consistent, ListKind::Paged { limit: args.page_size }] {
+        let mut runs = Vec::new();
+        for _ in 0..args.repeat.max(1) {
+            runs.push(timed_list(&mut connection, kind).await?);
+        }
+        let seconds: Vec<f64> = runs.iter().map(|r| r.seconds).collect();
+        let mean = seconds.iter().sum::<f64>() / seconds.len() as f64;
+        let last = runs.last().expect("at least one run").clone();
+        let summary = ListSummary {
+            kind: kind.name(),
+            mean_seconds: mean,
+            min_seconds: seconds.iter().copied().fold(f64::INFINITY, f64::min),
+            max_seconds: seconds.iter().copied().fold(0.0, f64::max),
+            mib_per_second: report::mib(last.bytes) / mean,
+            items_per_second: last.items as f64 / mean,
+            runs,
+        };
+        println!(
+            "LIST {:<36} {:>8.3} s mean ({:.3}..{:.3}), {:>7.1} MiB, {:>7} items, {:>4} pages, {:>7.1} MiB/s",
+            summary.kind,
+            summary.mean_seconds,
+            summary.min_seconds,
+            summary.max_seconds,
+            report::mib(last.bytes),
+            last.items,
+            last.pages,
+            summary.mib_per_second
+        );
+        lists.push(summary);
+    }
+    let lists_seconds = lists_started.elapsed().as_secs_f64();
+    let (server_after, self_after, machine_after) = (server.usage(), ProcessUsage::of_self(), machine_busy_seconds());
+    let server_cpu_seconds_lists = cpu_between(server_before, server_after);
+    let bench_cpu_seconds_lists = cpu_between(self_before, self_after);
+    let result = ListResult {
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        server: server.url.clone(),
+        backend: server.backend.clone(),
+        objects: args.objects,
+        object_size: args.object_size,
+        create,
+        server_peak_rss_after_create_mib: peak_after_create,
+        lists,
+        server_peak_rss_during_lists_mib: server_after.map(|u| report::mib(u.peak_rss_bytes)),
+        server_peak_rss_was_reset: reset,
+        server_cpu_seconds_lists,
+        bench_cpu_seconds_lists,
+        other_cpu_seconds_lists: other_cpu_seconds(
+            machine_before,
+            machine_after,
+            server_cpu_seconds_lists,
+            bench_cpu_seconds_lists,
+        ),
+    };
+    println!(
+        "server peak RSS: {} after the creates, {} during the LISTs{}",
+        peak_after_create.map_or("?".into(), |m| format!("{m:.1} MiB")),
+        result.server_peak_rss_during_lists_mib.map_or("?".into(), |m| format!("{m:.1} MiB")),
+        if reset { "" } else { " (could not reset the peak: since start)" }
+    );
+    print_usage(
+        result.server_cpu_seconds_lists,
+        None,
+        result.bench_cpu_seconds_lists,
+        result.other_cpu_seconds_lists,
+        lists_seconds,
+    );
+    if let Some(path) = &args.output {
+        report::write_json(path, &result)?;
+    }
+    server.stop().await;
+    Ok(())
+}

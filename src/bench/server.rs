@@ -1,0 +1,304 @@
+//! The server under test: a `listwatch serve` child process started for the run, or a server
+//! given by URL; plus what the bench reads about a process from `/proc` (CPU seconds, peak
+//! RSS) and the open-files limit that a thousand connections need.
+//!
+//! The child is this same executable (`std::env::current_exe()`), run as
+//! `listwatch serve --ephemeral --addr 127.0.0.1:<free port> --compaction-interval 0` (or
+//! `--etcd URL` with a fresh `--etcd-prefix`, so runs never see each other's objects). Its
+//! kubeconfig and log go to a temporary directory; the log is kept (and its path printed) when
+//! the server fails. The child gets SIGTERM if the bench process dies (`PR_SET_PDEATHSIG`), and
+//! is stopped with SIGTERM (then SIGKILL) at the end.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde::Serialize;
+
+use super::ServerArgs;
+use super::http::HttpConnection;
+
+/// A server the bench talks to.
+pub struct ServerUnderTest {
+    /// `http://host:port`.
+    pub url: String,
+    pub addr: SocketAddr,
+    /// Its process id, when known (started here, or `--server-pid`).
+    pub pid: Option<u32>,
+    /// What it serves from, for the report.
+    pub backend: String,
+    child: Option<Child>,
+    /// Holds the kubeconfig and the server log of a started child.
+    workdir: Option<tempfile::TempDir>,
+}
+
+impl ServerUnderTest {
+    /// Starts a `listwatch serve` child (or connects to `--server`) and waits until `/readyz`
+    /// answers 200.
+    pub async fn start(args: &ServerArgs) -> anyhow::Result<ServerUnderTest> {
+        let server = match &args.server {
+            Some(url) => {
+                let url = url.trim_end_matches('/').to_string();
+                let host_port = url.strip_prefix("http://").context("--server wants an http:// URL")?;
+                let addr = tokio::net::lookup_host(host_port)
+                    .await
+                    .with_context(|| format!("resolving {host_port}"))?
+                    .next()
+                    .with_context(|| format!("{host_port} resolves to no address"))?;
+                ServerUnderTest {
+                    url,
+                    addr,
+                    pid: args.server_pid,
+                    backend: "external".into(),
+                    child: None,
+                    workdir: None,
+                }
+            }
+            None => Self::spawn(args)?,
+        };
+        server.wait_ready(Duration::from_secs(120)).await?;
+        Ok(server)
+    }
+
+    fn spawn(args: &ServerArgs) -> anyhow::Result<ServerUnderTest> {
+        let exe = std::env::current_exe().context("finding this executable")?;
+        let workdir = tempfile::Builder::new().prefix("listwatch-bench-").tempdir()?;
+        let port = free_port()?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let log = std::fs::File::create(workdir.path().join("server.log"))?;
+        let mut command = Command::new(exe);
+        command
+            .arg("serve")
+            .arg("--addr")
+            .arg(addr.to_string())
+            .arg("--compaction-interval")
+            .arg("0")
+            .arg("--kubeconfig")
+            .arg(workdir.path().join("kubeconfig"));
+        let backend = match &args.etcd {
+            Some(endpoints) => {
+                let millis = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis();
+                let prefix = format!("/listwatch-bench-{}-{millis}", std::process::id());
+                command.arg("--etcd").arg(endpoints).arg("--etcd-prefix").arg(&prefix);
+                format!("etcd {endpoints} (prefix {prefix})")
+            }
+            None => {
+                command.arg("--ephemeral");
+                "embedded store (ephemeral)".to_string()
+            }
+        };
+        command.args(&args.serve_arg);
+        command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                    Ok(())
+                });
+            }
+        }
+        let child = command.spawn().context("starting `listwatch serve`")?;
+        let pid = child.id();
+        eprintln!("bench: started `listwatch serve` (pid {pid}) on {addr} with the {backend}");
+        Ok(ServerUnderTest {
+            url: format!("http://{addr}"),
+            addr,
+            pid: Some(pid),
+            backend,
+            child: Some(child),
+            workdir: Some(workdir),
+        })
+    }
+
+    fn log_path(&self) -> Option<PathBuf> {
+        self.workdir.as_ref().map(|d| d.path().join("server.log"))
+    }
+
+    /// The last lines of the child's log (for error messages).
+    fn log_tail(&self) -> String {
+        let Some(text) = self.log_path().and_then(|p| std::fs::read_to_string(p).ok()) else {
+            return String::new();
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    async fn wait_ready(&self, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(mut conn) = HttpConnection::connect(self.addr).await
+                && let Ok((status, _)) = conn.request(http::Method::GET, "/readyz", None).await
+                && status == http::StatusCode::OK
+            {
+                return Ok(());
+            }
+            if let Some(child) = &self.child
+                && let Some(status) = child_exited(child)
+            {
+                bail!("`listwatch serve` exited ({status}) before it was ready:\n{}", self.log_tail());
+            }
+            if Instant::now() > deadline {
+                bail!("{} did not become ready within {timeout:?}\n{}", self.url, self.log_tail());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The server's CPU time and memory now, when its pid is known.
+    pub fn usage(&self) -> Option<ProcessUsage> {
+        ProcessUsage::of(self.pid?)
+    }
+
+    /// Resets the server's peak RSS (`VmHWM`) to its current RSS, so the next reading is the
+    /// peak of what follows. Returns whether that worked.
+    pub fn reset_peak_rss(&self) -> bool {
+        self.pid.is_some_and(|pid| std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok())
+    }
+
+    /// Stops a started child (SIGTERM, then SIGKILL after 10 s). A given server is left alone.
+    pub async fn stop(mut self) {
+        let Some(mut child) = self.child.take() else { return };
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while child.try_wait().ok().flatten().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for ServerUnderTest {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+            if let Some(dir) = self.workdir.take() {
+                // Keep the log of a run that did not end with `stop`.
+                let kept = dir.keep();
+                eprintln!("bench: the server's log is in {}", kept.join("server.log").display());
+            }
+        }
+    }
+}
+
+fn child_exited(child: &Child) -> Option<String> {
+    // `try_wait` needs `&mut`; peek at /proc instead: a zombie or a missing entry means it exited.
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).ok();
+    match stat.as_deref().and_then(|s| s.rsplit_once(')')).map(|(_, rest)| rest.trim_start().chars().next()) {
+        Some(Some('Z')) | None => Some("exited".into()),
+        _ => None,
+    }
+}
+
+/// A free loopback port (bound and released; the child binds it right after).
+fn free_port() -> std::io::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// Raises this process's open-files soft limit to the hard limit (children inherit it), so a
+/// thousand and more connections fit.
+pub fn raise_open_files_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a local.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let old = limit.rlim_cur;
+            limit.rlim_cur = limit.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                tracing::debug!(old, new = limit.rlim_cur, "raised the open-files limit");
+            } else {
+                eprintln!("bench: could not raise the open-files limit from {old}");
+            }
+        }
+    }
+}
+
+/// CPU seconds and memory of a process, from `/proc/<pid>/stat` and `/proc/<pid>/status`.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct ProcessUsage {
+    /// utime + stime, in seconds.
+    pub cpu_seconds: f64,
+    /// `VmHWM`: peak resident set since start (or since the last reset), in bytes.
+    pub peak_rss_bytes: u64,
+    /// `VmRSS`: resident set now, in bytes.
+    pub rss_bytes: u64,
+}
+
+impl ProcessUsage {
+    pub fn of(pid: u32) -> Option<ProcessUsage> {
+        Self::read(&format!("/proc/{pid}"))
+    }
+
+    pub fn of_self() -> Option<ProcessUsage> {
+        Self::read("/proc/self")
+    }
+
+    fn read(dir: &str) -> Option<ProcessUsage> {
+        let stat = std::fs::read_to_string(format!("{dir}/stat")).ok()?;
+        // Fields after the command name (which may hold spaces): state is field 3, so utime
+        // (field 14) and stime (field 15) are the 12th and 13th here.
+        let (_, rest) = stat.rsplit_once(')')?;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        let status = std::fs::read_to_string(format!("{dir}/status")).ok()?;
+        let kib = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        Some(ProcessUsage {
+            cpu_seconds: ticks as f64 / per_second,
+            peak_rss_bytes: kib("VmHWM:") * 1024,
+            rss_bytes: kib("VmRSS:") * 1024,
+        })
+    }
+}
+
+/// CPU seconds the whole machine spent busy (all processes, all cores) since boot, from the
+/// first line of `/proc/stat`. Differences of two readings, less the server's and the bench's
+/// own CPU, show how much else ran on the machine during a measurement.
+pub fn machine_busy_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let ticks: Vec<u64> = line.split_whitespace().filter_map(|t| t.parse().ok()).collect();
+    // user nice system idle iowait irq softirq steal ...
+    let busy: u64 = ticks.iter().take(8).enumerate().filter(|(i, _)| *i != 3 && *i != 4).map(|(_, t)| t).sum();
+    // SAFETY: sysconf has no preconditions.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Some(busy as f64 / per_second)
+}
+
+/// CPU seconds between two readings (`None` when either is missing).
+pub fn cpu_between(before: Option<ProcessUsage>, after: Option<ProcessUsage>) -> Option<f64> {
+    Some(after?.cpu_seconds - before?.cpu_seconds)
+}
+
+/// CPU seconds the rest of the machine used between two [`machine_busy_seconds`] readings.
+pub fn other_cpu_seconds(
+    machine_before: Option<f64>,
+    machine_after: Option<f64>,
+    server: Option<f64>,
+    bench: Option<f64>,
+) -> Option<f64> {
+    Some((machine_after? - machine_before? - server.unwrap_or(0.0) - bench?).max(0.0))
+}
