@@ -60,6 +60,19 @@ pub struct ServeArgs {
     /// Compact storage to the revision seen one interval earlier (0 disables).
     #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
     compaction_interval: Duration,
+    /// Serve HTTPS with this certificate (PEM; HTTP/2 and HTTP/1.1 by ALPN).
+    #[arg(long, requires = "tls_private_key_file", conflicts_with = "tls_generate")]
+    tls_cert_file: Option<PathBuf>,
+    /// The private key of --tls-cert-file (PEM).
+    #[arg(long, requires = "tls_cert_file")]
+    tls_private_key_file: Option<PathBuf>,
+    /// The CA to put in the kubeconfig for --tls-cert-file [default: the certificate itself].
+    #[arg(long, requires = "tls_cert_file")]
+    tls_ca_file: Option<PathBuf>,
+    /// Serve HTTPS with a generated CA and server certificate (kept in the data dir, or next to
+    /// the kubeconfig); the kubeconfig trusts that CA.
+    #[arg(long)]
+    tls_generate: bool,
     /// Progress notification period of the embedded store (etcd's is set on etcd).
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     progress_notify_interval: Duration,
@@ -131,14 +144,43 @@ async fn open_storage(args: &ServeArgs) -> anyhow::Result<Opened> {
     Ok(Opened { storage: Arc::new(store.clone()), described, memory: Some(store) })
 }
 
-fn write_kubeconfig(path: &std::path::Path, server: &str) -> anyhow::Result<()> {
+/// Writes the kubeconfig. The user carries a placeholder bearer token: listwatch does not
+/// authenticate yet (any token is accepted), and without one kubectl prompts for a username
+/// over HTTPS.
+fn write_kubeconfig(path: &std::path::Path, server: &str, ca: Option<&std::path::Path>) -> anyhow::Result<()> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
+    let ca = match ca {
+        Some(ca) => format!("    certificate-authority: {}\n", std::fs::canonicalize(ca)?.display()),
+        None => String::new(),
+    };
     let text = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: listwatch\n  cluster:\n    server: {server}\ncontexts:\n- name: listwatch\n  context:\n    cluster: listwatch\n    user: listwatch\n    namespace: default\ncurrent-context: listwatch\nusers:\n- name: listwatch\n  user: {{}}\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: listwatch\n  cluster:\n    server: {server}\n{ca}contexts:\n- name: listwatch\n  context:\n    cluster: listwatch\n    user: listwatch\n    namespace: default\ncurrent-context: listwatch\nusers:\n- name: listwatch\n  user:\n    token: listwatch\n"
     );
     std::fs::write(path, text).with_context(|| format!("writing the kubeconfig {}", path.display()))
+}
+
+/// The TLS configuration, if any, and the CA file the kubeconfig should trust.
+fn tls_config(
+    args: &ServeArgs,
+    kubeconfig: &std::path::Path,
+) -> anyhow::Result<(Option<Arc<listwatch_apiserver::tls::ServerConfig>>, Option<PathBuf>)> {
+    use listwatch_apiserver::tls;
+    if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_private_key_file) {
+        let ca = args.tls_ca_file.clone().unwrap_or_else(|| cert.clone());
+        return Ok((Some(tls::server_config(cert, key)?), Some(ca)));
+    }
+    if !args.tls_generate {
+        return Ok((None, None));
+    }
+    let dir = match (&args.data_dir, args.ephemeral || !args.etcd.is_empty()) {
+        (Some(dir), _) => dir.join("pki"),
+        (None, false) => default_data_dir().join("pki"),
+        (None, true) => kubeconfig.parent().unwrap_or(std::path::Path::new(".")).join("listwatch-pki"),
+    };
+    let files = tls::generate(&dir, &[args.addr.ip().to_string()])?;
+    Ok((Some(tls::server_config(&files.cert, &files.key)?), Some(files.ca_cert)))
 }
 
 async fn shutdown_signal() {
@@ -160,13 +202,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("binding {}", args.addr))?;
     let addr = listener.local_addr()?;
-    let server = format!("http://{addr}");
+    let kubeconfig = args.kubeconfig.clone().unwrap_or_else(|| home().join(".kube/listwatch-config"));
+    let (tls, ca) = tls_config(&args, &kubeconfig)?;
+    let server = format!("{}://{addr}", if tls.is_some() { "https" } else { "http" });
     let Opened { storage, described, memory } = open_storage(&args).await?;
     let state =
         ApiState::start(server_config(&args, addr.to_string())?, storage).await.context("starting the API server")?;
-    let kubeconfig = args.kubeconfig.clone().unwrap_or_else(|| home().join(".kube/listwatch-config"));
-    write_kubeconfig(&kubeconfig, &server)?;
-    let serving = tokio::spawn(listwatch_apiserver::serve(listener, state.clone(), shutdown_signal()));
+    write_kubeconfig(&kubeconfig, &server, ca.as_deref())?;
+    let serving = tokio::spawn(listwatch_apiserver::serve(listener, state.clone(), tls, shutdown_signal()));
     let ready = state.wait_ready(Duration::from_secs(60)).await;
     tracing::info!(
         ready,

@@ -24,7 +24,9 @@ mod scale;
 mod schema;
 pub mod server;
 mod strategy;
+pub mod tls;
 mod watch;
+mod websocket;
 mod write;
 
 pub use server::{ApiState, ServerConfig, serve};

@@ -260,13 +260,16 @@ fn cache_enabled(config: &ServerConfig, resource: &Resource) -> bool {
 /// hyper's entry point.
 pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Result<HttpResponse, Infallible> {
     let started = Instant::now();
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
+    let upgrade = crate::websocket::is_websocket_request(&parts.headers)
+        .then(|| parts.extensions.remove::<hyper::upgrade::OnUpgrade>())
+        .flatten();
     let path = parts.uri.path().to_string();
     let query = Query::parse(parts.uri.query());
     let resource_request = request::parse(&parts.method, &path, &query);
     let resource =
         resource_request.as_ref().and_then(|r| state.store(&r.group, &r.version, &r.resource)).map(|s| s.resource);
-    let result = route(&state, &parts, body, &path, &query, resource_request.as_ref()).await;
+    let result = route(&state, &parts, body, &path, &query, resource_request.as_ref(), upgrade).await;
     let response = result.unwrap_or_else(|e| response::error(&e));
     if let Some(r) = &resource_request {
         metrics::request(
@@ -289,6 +292,7 @@ async fn route(
     path: &str,
     query: &Query,
     resource_request: Option<&ResourceRequest>,
+    upgrade: Option<hyper::upgrade::OnUpgrade>,
 ) -> Result<HttpResponse, ApiError> {
     let json = |v: Value| Ok(response::json(200, Bytes::from(v.to_string())));
     let text = |s: &'static str| {
@@ -373,6 +377,9 @@ async fn route(
         return Err(ApiError::method_not_supported(&resource.group_resource(), req.verb.as_str()));
     }
     let accept = parts.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok());
+    let negotiate = |list: bool| -> Result<listwatch_encoding::MediaType, ApiError> {
+        with_include_object(negotiate(accept, resource, list)?, query)
+    };
     let body = match req.verb {
         Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
             body_in::read(body, body_in::MAX_BODY_BYTES).await?
@@ -381,9 +388,9 @@ async fn route(
     };
     match req.verb {
         Verb::Get if req.subresource.as_deref() == Some("scale") => crate::scale::get(store, req).await,
-        Verb::Get => get(store, req, query, negotiate(accept, resource, false)?).await,
+        Verb::Get => get(store, req, query, negotiate(false)?).await,
         Verb::List => {
-            let media = negotiate(accept, resource, true)?;
+            let media = negotiate(true)?;
             let options = crate::options::parse(query, resource, false, None)?;
             let listed = list::list(store, req.namespace.as_deref(), &options).await?;
             let encoder = Encoder::new(resource, media);
@@ -392,24 +399,44 @@ async fn route(
                 .into_pieces();
             Ok(response::with_body(200, encoder.content_type(), Body::pieces(pieces)))
         }
-        Verb::Watch => {
-            let watch = crate::watch::prepare(state, store, req, query, &parts.headers).await?;
-            Ok(crate::watch::chunked_response(state, watch))
-        }
+        Verb::Watch => match upgrade {
+            Some(on_upgrade) => {
+                let handshake = crate::websocket::check_handshake(&parts.method, &parts.headers)?;
+                let watch = crate::watch::prepare(state, store, req, query, &parts.headers).await?;
+                Ok(crate::websocket::respond(state, watch, handshake, on_upgrade))
+            }
+            None => {
+                let watch = crate::watch::prepare(state, store, req, query, &parts.headers).await?;
+                Ok(crate::watch::chunked_response(state, watch))
+            }
+        },
         Verb::Create => {
-            write::create(state, store, req, query, &parts.headers, body, negotiate(accept, resource, false)?).await
+            write::create(state, store, req, query, &parts.headers, body, negotiate(false)?).await
         }
         Verb::Update => {
-            write::update(state, store, req, query, &parts.headers, body, negotiate(accept, resource, false)?).await
+            write::update(state, store, req, query, &parts.headers, body, negotiate(false)?).await
         }
         Verb::Patch => {
-            write::patch(state, store, req, query, &parts.headers, body, negotiate(accept, resource, false)?).await
+            write::patch(state, store, req, query, &parts.headers, body, negotiate(false)?).await
         }
-        Verb::Delete => write::delete(state, store, req, query, body, negotiate(accept, resource, false)?).await,
+        Verb::Delete => write::delete(state, store, req, query, body, negotiate(false)?).await,
         Verb::DeleteCollection => {
-            write::delete_collection(state, store, req, query, body, negotiate(accept, resource, true)?).await
+            write::delete_collection(state, store, req, query, body, negotiate(true)?).await
         }
     }
+}
+
+/// Applies `includeObject` (what Table rows carry: None, Metadata by default, or Object) to a
+/// Table representation; 400 for a value kube does not know.
+pub fn with_include_object(mut media: listwatch_encoding::MediaType, query: &Query) -> Result<listwatch_encoding::MediaType, ApiError> {
+    let Some(value) = query.get("includeObject") else { return Ok(media) };
+    let include = listwatch_encoding::IncludeObject::parse(value).ok_or_else(|| {
+        ApiError::bad_request(format!("includeObject: Unsupported value: \"{value}\": supported values: \"None\", \"Metadata\", \"Object\""))
+    })?;
+    if let listwatch_encoding::Output::Table { include: current, .. } = &mut media.output {
+        *current = include;
+    }
+    Ok(media)
 }
 
 /// GET of one object: resourceVersion unset reads storage (consistent), "0" the cache,
@@ -447,10 +474,13 @@ async fn get(
     Ok(response::with_body(200, encoder.content_type(), Body::full(encoder.object(&object))))
 }
 
-/// Serves `listener` until `shutdown` completes, then ends open watches and drains.
+/// Serves `listener` until `shutdown` completes, then ends open watches and drains. With
+/// `tls`, every connection is TLS first (HTTP/2 or HTTP/1.1 by ALPN); without, plain HTTP/1.1
+/// and HTTP/2 with prior knowledge share the port.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<ApiState>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -472,13 +502,35 @@ pub async fn serve(
                 let _ = stream.set_nodelay(true);
                 let state = state.clone();
                 let service = hyper::service::service_fn(move |req| handle(state.clone(), req));
-                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                let conn = graceful.watch(conn.into_owned());
-                tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!(error = %e, "connection ended with an error");
+                match &tls {
+                    None => {
+                        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                        let conn = graceful.watch(conn.into_owned());
+                        tokio::spawn(async move {
+                            if let Err(e) = conn.await {
+                                tracing::debug!(error = %e, "connection ended with an error");
+                            }
+                        });
                     }
-                });
+                    Some(config) => {
+                        let acceptor = tokio_rustls::TlsAcceptor::from(config.clone());
+                        let builder = builder.clone();
+                        let watcher = graceful.watcher();
+                        tokio::spawn(async move {
+                            let stream = match acceptor.accept(stream).await {
+                                Ok(s) => s,
+                                Err(e) => {
+                                    tracing::debug!(error = %e, "TLS handshake failed");
+                                    return;
+                                }
+                            };
+                            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                            if let Err(e) = watcher.watch(conn.into_owned()).await {
+                                tracing::debug!(error = %e, "connection ended with an error");
+                            }
+                        });
+                    }
+                }
             }
             _ = &mut shutdown => break,
         }

@@ -50,6 +50,7 @@ pub fn prepare_for_create(resource: &Resource, object: &mut Map<String, Value>) 
             object.insert("status".into(), json!({"phase": "Pending", "qosClass": qos}));
         }
         ("", "Namespace") => {
+            label_namespace_name(object);
             let spec = object.entry("spec").or_insert_with(|| json!({}));
             if let Some(spec) = spec.as_object_mut() {
                 spec.entry("finalizers").or_insert_with(|| json!(["kubernetes"]));
@@ -81,6 +82,17 @@ pub fn prepare_for_create(resource: &Resource, object: &mut Map<String, Value>) 
             }
         }
         _ => {}
+    }
+}
+
+/// kube-apiserver labels every namespace `kubernetes.io/metadata.name=<name>`, on create and
+/// on every update (NamespaceDefaultLabelName).
+fn label_namespace_name(object: &mut Map<String, Value>) {
+    let meta = metadata(object);
+    let Some(name) = meta.get("name").and_then(Value::as_str).map(String::from) else { return };
+    let labels = meta.entry("labels").or_insert_with(|| json!({}));
+    if let Some(labels) = labels.as_object_mut() {
+        labels.insert("kubernetes.io/metadata.name".into(), json!(name));
     }
 }
 
@@ -156,6 +168,9 @@ pub fn prepare_for_update(
                 )],
             ));
         }
+    }
+    if resource.group.is_empty() && resource.kind == "Namespace" {
+        label_namespace_name(&mut new);
     }
     if spec_part(old) != spec_part(&new) {
         let generation = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(0) + 1;

@@ -75,7 +75,7 @@ pub async fn prepare(
     let name = if req.legacy_watch { req.name.as_deref() } else { None };
     let options = crate::options::parse(query, resource, true, name)?;
     let accept = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok());
-    let media = negotiate_stream(accept, resource)?;
+    let media = crate::server::with_include_object(negotiate_stream(accept, resource)?, query)?;
     let timeout = match options.timeout_seconds {
         Some(s) if s > 0 => Duration::from_secs(s as u64),
         _ => {
@@ -202,10 +202,10 @@ pub fn chunked_response(state: &ApiState, watch: PreparedWatch) -> HttpResponse 
 }
 
 /// Counts a watch as registered while it lives.
-struct Registered(&'static listwatch_meta::Resource);
+pub(crate) struct Registered(&'static listwatch_meta::Resource);
 
 impl Registered {
-    fn new(resource: &'static listwatch_meta::Resource) -> Registered {
+    pub(crate) fn new(resource: &'static listwatch_meta::Resource) -> Registered {
         metrics::watcher_registered(resource, 1);
         Registered(resource)
     }

@@ -1,0 +1,82 @@
+//! TLS for the API server: HTTP/1.1 and HTTP/2 over TLS with ALPN (`h2`, `http/1.1`), so many
+//! watches share one connection as client-go does.
+//!
+//! Certificates come from `--tls-cert-file` / `--tls-private-key-file`, or are generated: a
+//! small CA and a server certificate it signs (for `localhost`, `127.0.0.1`, `::1` and the
+//! listen address), written next to each other so the kubeconfig can name the CA.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use rustls::ServerConfig;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("reading {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path} holds no {what}")]
+    Missing { path: PathBuf, what: &'static str },
+    #[error("generating a certificate: {0}")]
+    Generate(#[from] rcgen::Error),
+    #[error("TLS configuration: {0}")]
+    Config(#[from] rustls::Error),
+    #[error("writing {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+}
+
+/// Files a generated pair lives in.
+pub struct GeneratedFiles {
+    pub ca_cert: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// Generates a CA and a server certificate signed by it into `dir` (kept if already there).
+pub fn generate(dir: &Path, extra_names: &[String]) -> Result<GeneratedFiles, TlsError> {
+    let files = GeneratedFiles { ca_cert: dir.join("ca.crt"), cert: dir.join("server.crt"), key: dir.join("server.key") };
+    if files.ca_cert.exists() && files.cert.exists() && files.key.exists() {
+        return Ok(files);
+    }
+    std::fs::create_dir_all(dir).map_err(|source| TlsError::Write { path: dir.to_path_buf(), source })?;
+    let ca_key = rcgen::KeyPair::generate()?;
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "listwatch-ca");
+    ca_params.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign, rcgen::KeyUsagePurpose::CrlSign];
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
+    names.extend(extra_names.iter().cloned());
+    names.dedup();
+    let server_key = rcgen::KeyPair::generate()?;
+    let mut server_params = rcgen::CertificateParams::new(names)?;
+    server_params.distinguished_name.push(rcgen::DnType::CommonName, "listwatch");
+    server_params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+    let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
+    let server_cert = server_params.signed_by(&server_key, &issuer)?;
+    let write = |path: &Path, text: String| std::fs::write(path, text).map_err(|source| TlsError::Write { path: path.to_path_buf(), source });
+    write(&files.ca_cert, ca_cert.pem())?;
+    write(&files.cert, server_cert.pem())?;
+    write(&files.key, server_key.serialize_pem())?;
+    Ok(files)
+}
+
+/// A rustls server configuration from PEM files, offering HTTP/2 and HTTP/1.1 by ALPN.
+pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, TlsError> {
+    let read = |path: &Path| std::fs::read(path).map_err(|source| TlsError::Read { path: path.to_path_buf(), source });
+    let cert_pem = read(cert)?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem).filter_map(Result::ok).collect();
+    if certs.is_empty() {
+        return Err(TlsError::Missing { path: cert.to_path_buf(), what: "certificate" });
+    }
+    let key_pem = read(key)?;
+    let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|_| TlsError::Missing { path: key.to_path_buf(), what: "private key" })?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}

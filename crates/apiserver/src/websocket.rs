@@ -1,0 +1,164 @@
+//! WATCH over WebSocket (spec §2.5): the same watch URLs, upgraded.
+//!
+//! The handshake follows what kube-apiserver inherits from x/net/websocket and its
+//! authenticator:
+//! * GET with `Upgrade: websocket`, `Sec-WebSocket-Version: 13` and a key, else 400;
+//! * an `Origin` header is required (403 "null origin" without one);
+//! * a bearer token offered as a `base64url.bearer.authorization.k8s.io.<token>` subprotocol
+//!   is removed before the rest are considered (there is no authentication yet: it is accepted
+//!   and ignored); then a single remaining subprotocol is echoed, more than one is 400.
+//!
+//! Then one watch event per message: text frames for JSON (the JSON line, trailing newline
+//! included), binary frames for protobuf (the `WatchEvent` bytes, without the stream's length
+//! prefix). The server ignores what the client sends, except that a close (or the connection
+//! dropping) ends the watch at once; at the deadline the server closes the socket.
+
+use futures::{SinkExt, StreamExt};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use hyper::upgrade::OnUpgrade;
+use hyper_util::rt::TokioIo;
+use listwatch_encoding::Wire;
+use listwatch_meta::ApiError;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::Role;
+
+use crate::body::Body;
+use crate::response::HttpResponse;
+use crate::server::ApiState;
+use crate::watch::PreparedWatch;
+
+const BEARER_PROTOCOL_PREFIX: &str = "base64url.bearer.authorization.k8s.io.";
+
+/// Whether a request asks to upgrade to WebSocket.
+pub fn is_websocket_request(headers: &HeaderMap) -> bool {
+    let has = |name: header::HeaderName, token: &str| {
+        headers.get_all(name).iter().any(|v| {
+            v.to_str().is_ok_and(|v| v.split(',').any(|part| part.trim().eq_ignore_ascii_case(token)))
+        })
+    };
+    has(header::UPGRADE, "websocket") && has(header::CONNECTION, "upgrade")
+}
+
+/// The checked handshake: the accept key and the subprotocol to echo.
+pub struct Handshake {
+    accept: String,
+    protocol: Option<String>,
+}
+
+/// Checks the handshake headers (before the watch is prepared, so a bad handshake never
+/// starts one).
+pub fn check_handshake(method: &http::Method, headers: &HeaderMap) -> Result<Handshake, ApiError> {
+    if method != http::Method::GET {
+        return Err(ApiError::bad_request("websocket: the handshake must be a GET"));
+    }
+    if headers.get(header::SEC_WEBSOCKET_VERSION).and_then(|v| v.to_str().ok()) != Some("13") {
+        return Err(ApiError::bad_request("websocket: unsupported Sec-WebSocket-Version (only 13)"));
+    }
+    let key = headers.get(header::SEC_WEBSOCKET_KEY).map(|v| v.as_bytes()).filter(|k| !k.is_empty());
+    let Some(key) = key else {
+        return Err(ApiError::bad_request("websocket: missing Sec-WebSocket-Key"));
+    };
+    if headers.get(header::ORIGIN).is_none_or(|o| o.is_empty()) {
+        return Err(forbidden_null_origin());
+    }
+    let offered: Vec<String> = headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect();
+    // The bearer token rides in a subprotocol; it is taken out before the rest count.
+    let remaining: Vec<String> = offered.into_iter().filter(|p| !p.starts_with(BEARER_PROTOCOL_PREFIX)).collect();
+    if remaining.len() > 1 {
+        return Err(ApiError::bad_request("websocket: more than one subprotocol offered; the watch chooses none"));
+    }
+    Ok(Handshake { accept: derive_accept_key(key), protocol: remaining.into_iter().next() })
+}
+
+fn forbidden_null_origin() -> ApiError {
+    let mut e = ApiError::forbidden(&listwatch_meta::GroupResource::new("", "websocket"), "", "null origin");
+    e.0.message = "websocket: null origin".into();
+    e
+}
+
+/// Answers 101 and serves the watch on the upgraded connection.
+pub fn respond(state: &ApiState, watch: PreparedWatch, handshake: Handshake, on_upgrade: OnUpgrade) -> HttpResponse {
+    let mut shutdown = state.shutdown.clone();
+    tokio::spawn(async move {
+        let upgraded = match on_upgrade.await {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::debug!(error = %e, "websocket upgrade failed");
+                return;
+            }
+        };
+        let socket = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        tokio::select! {
+            _ = serve(socket, watch) => {}
+            _ = shutdown.wait_for(|down| *down) => {}
+        }
+    });
+    let mut response = HttpResponse::new(Body::empty());
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let headers = response.headers_mut();
+    headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    headers.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    headers.insert(header::SEC_WEBSOCKET_ACCEPT, HeaderValue::from_str(&handshake.accept).expect("base64 is a header value"));
+    if let Some(protocol) = handshake.protocol
+        && let Ok(value) = HeaderValue::from_str(&protocol)
+    {
+        headers.insert(header::SEC_WEBSOCKET_PROTOCOL, value);
+    }
+    response
+}
+
+async fn serve<S>(socket: WebSocketStream<S>, mut watch: PreparedWatch)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let (mut sink, mut incoming) = socket.split();
+    let _registered = crate::watch::Registered::new(watch.resource);
+    let wire = watch.media.wire;
+    let mut events = Vec::new();
+    let mut pieces = Vec::new();
+    loop {
+        events.clear();
+        tokio::select! {
+            more = watch.source.next_batch(&mut events) => if !more { break },
+            _ = tokio::time::sleep_until(watch.deadline.into()) => break,
+            // Anything from the client is ignored, but its close ends the watch now.
+            message = incoming.next() => match message {
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
+                Some(Ok(_)) => continue,
+            },
+        }
+        let mut ended = false;
+        for event in &events {
+            pieces.clear();
+            watch.encoder.event(event, &mut pieces);
+            let size: usize = pieces.iter().map(bytes::Bytes::len).sum();
+            crate::metrics::watch_event_sent(watch.resource, size);
+            let message = match wire {
+                Wire::Json => match tokio_tungstenite::tungstenite::Utf8Bytes::try_from(listwatch_encoding::join(&pieces)) {
+                    Ok(text) => Message::Text(text),
+                    Err(_) => return,
+                },
+                // The stream's 4-byte length prefix is not part of a WebSocket message.
+                Wire::Protobuf => Message::Binary(listwatch_encoding::join(&pieces).slice(4..)),
+            };
+            if sink.feed(message).await.is_err() {
+                return;
+            }
+            ended |= matches!(event, listwatch_watchcache::WatchEvent::Error(_));
+        }
+        if sink.flush().await.is_err() || ended {
+            break;
+        }
+    }
+    let _ = sink.send(Message::Close(None)).await;
+    let _ = sink.close().await;
+}
