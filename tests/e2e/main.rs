@@ -7,4 +7,5 @@ mod gates;
 mod kubectl;
 mod listing;
 mod semantics;
+mod transports;
 mod watching;
