@@ -202,7 +202,7 @@ async fn watch_round(store: Arc<dyn Storage>, watchers: usize, events: usize, it
 /// Events the watch benchmark's writer writes per round: enough for a measurable round, few
 /// enough that a round on a store whose writes wait for fsync stays short.
 fn events_per_round(backend: &str, watchers: usize) -> usize {
-    let fast = matches!(backend, "memory" | "memory-durable-shm" | "etcd-shm");
+    let fast = matches!(backend, "memory" | "memory-durable-shm");
     match (watchers, fast) {
         (1, true) => 20_000,
         (1, false) => 1_000,

@@ -302,6 +302,7 @@ impl Storage for EtcdStore {
     }
 
     async fn watch(&self, request: WatchRequest) -> Result<Watch> {
+        crate::check_watch_range(&request.range)?;
         let trust_requested_progress = self.version.lock().supports_request_watch_progress();
         let params = watch::WatchParams {
             client: self.watch.clone(),

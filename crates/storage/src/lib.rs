@@ -47,6 +47,15 @@ pub fn check_request_size(key: &[u8], value: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a watch of an empty key range, as etcd does ("mvcc: watcher range is empty"); both
+/// backends call it first.
+pub fn check_watch_range(range: &KeyRange) -> Result<()> {
+    if range.is_empty() {
+        return Err(StorageError::InvalidArgument("mvcc: watcher range is empty".into()));
+    }
+    Ok(())
+}
+
 /// The storage interface: etcd v3 semantics, one key per write.
 #[async_trait]
 pub trait Storage: Send + Sync + 'static {

@@ -60,6 +60,11 @@ impl KeyRange {
         KeyRange { start: start.into(), end: Some(end.into()) }
     }
 
+    /// A range with an end at or before its start holds no key (etcd refuses to watch one).
+    pub fn is_empty(&self) -> bool {
+        matches!(&self.end, Some(end) if end.as_ref() != b"\0" && end[..] <= self.start[..])
+    }
+
     pub fn contains(&self, key: &[u8]) -> bool {
         match &self.end {
             None => key == &self.start[..],
@@ -275,7 +280,7 @@ impl BackendVersion {
             return true;
         }
         match self.semver() {
-            Some(v) => v >= (3, 4, 31) && !((3, 5, 0) <= v && v < (3, 5, 13)),
+            Some(v) => v >= (3, 4, 31) && !((3, 5, 0)..(3, 5, 13)).contains(&v),
             None => false,
         }
     }
@@ -304,4 +309,7 @@ pub enum StorageError {
     /// The backend cannot be reached or has failed; the operation may or may not have applied.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// The request makes no sense (etcd's InvalidArgument), e.g. a watch of an empty range.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
 }

@@ -22,6 +22,11 @@
 //!   and never asked of a watch whose start is still in the future ([`drain`]).
 //! * etcd #20711 (fixed in 3.5.24): negative start revisions are accepted. None is generated.
 //!
+//! Two differences this test found are now fixed and generated on purpose: a watch of an empty
+//! or inverted range is refused by both backends (`InvalidArgument`, etcd's "mvcc: watcher
+//! range is empty"), and a first compaction at revision 0 succeeds on both (etcd's compaction
+//! revision starts at -1).
+//!
 //! Agreed behaviour, compared like the rest: the event exactly at the compaction revision has
 //! no previous value on either backend (etcd reads it at revision - 1, which is compacted).
 
@@ -234,24 +239,17 @@ impl Model {
         if Some(r) == current { r + 1 } else { r }
     }
 
-    /// A key range: one key, the prefix, a slice of it, everything from a key on, or (for
-    /// reads only) an inverted range.
-    fn range(&self, rng: &mut StdRng, for_watch: bool) -> KeyRange {
+    /// A key range: one key, the prefix, a slice of it (sometimes empty), everything from a key
+    /// on, or an inverted range (both backends refuse to watch an empty one).
+    fn range(&self, rng: &mut StdRng) -> KeyRange {
         match rng.random_range(0..100) {
             0..35 => KeyRange::key(self.key(rng)),
             35..75 => KeyRange::prefix(PREFIX),
             75..92 => {
                 let (a, b) = (self.key(rng), self.key(rng));
-                // Not for watches: etcd refuses to watch an empty range ("mvcc: watcher range is
-                // empty"), which the memory store accepts (a known difference, reported; it
-                // never delivers anything either way).
-                if for_watch && a == b {
-                    return KeyRange::key(a);
-                }
                 KeyRange::between(a.clone().min(b.clone()), a.max(b))
             }
             92..96 => KeyRange { start: self.key(rng), end: Some(Bytes::from_static(b"\0")) },
-            _ if for_watch => KeyRange::prefix(PREFIX),
             _ => {
                 let (a, b) = (self.key(rng), self.key(rng));
                 KeyRange::between(a.clone().max(b.clone()), a.min(b))
@@ -295,7 +293,7 @@ impl Model {
                 Op::Delete { key, expected }
             }
             54..85 => {
-                let mut request = RangeRequest::new(self.range(rng, false)).limit(rng.random_range(0..=4));
+                let mut request = RangeRequest::new(self.range(rng)).limit(rng.random_range(0..=4));
                 if rng.random_bool(0.6) {
                     request = request.at_revision(self.revision(rng));
                 }
@@ -306,10 +304,11 @@ impl Model {
             }
             85..90 => {
                 let (c, now) = (self.compacted, self.current);
-                // Mostly valid: above the compaction, at most the current revision. Never 0:
-                // etcd compacts "at 0" silently while the memory store refuses it, and nobody
-                // asks for it.
-                let revision = if rng.random_bool(0.75) && c < now {
+                // Mostly valid: above the compaction, at most the current revision; sometimes 0
+                // (accepted once on a never-compacted store, as etcd's compaction starts at -1).
+                let revision = if rng.random_bool(0.05) {
+                    0
+                } else if rng.random_bool(0.75) && c < now {
                     // Mostly keeping some history, so reads and watches in the past have some.
                     let keep = if now - c > 20 && rng.random_bool(0.7) { 20 } else { 0 };
                     rng.random_range(c + 1..=now - keep)
@@ -327,7 +326,7 @@ impl Model {
                     3 if self.compacted > 1 => self.compacted - 1,
                     _ => self.revision(rng),
                 };
-                Op::Watch { range: self.range(rng, true), start }
+                Op::Watch { range: self.range(rng), start }
             }
         }
     }
@@ -383,6 +382,11 @@ struct WatchRecord {
 /// progress below a future start revision. (The etcd backend drops such notifications anyway,
 /// and progress revisions are never compared.)
 async fn drain(side: &mut Side, until: Revision, what: &str) {
+    if side.delivered >= until {
+        // Nothing owed: in particular a watch starting after `until + 1`, which is not asked for
+        // progress (etcd #20221).
+        return;
+    }
     let deadline = tokio::time::Instant::now() + DRAIN_TIMEOUT;
     let mut asked = false;
     while side.end.is_none() && side.delivered < until {
@@ -574,7 +578,10 @@ async fn memory_store_behaves_like_etcd() {
         starts.push(compacted - 1);
     }
     for start in starts {
-        for range in [KeyRange::prefix(PREFIX), model.range(&mut rng, true)] {
+        for range in [
+            KeyRange::prefix(PREFIX),
+            std::iter::repeat_with(|| model.range(&mut rng)).find(|r| !r.is_empty()).unwrap(),
+        ] {
             let op = Op::Watch { range: range.clone(), start };
             let mut sides = Vec::new();
             for b in &backends {

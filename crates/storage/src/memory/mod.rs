@@ -259,6 +259,7 @@ impl Storage for MemoryStore {
     }
 
     async fn watch(&self, request: WatchRequest) -> Result<Watch> {
+        crate::check_watch_range(&request.range)?;
         if self.shared.is_failed() {
             return Err(self.shared.failure());
         }

@@ -54,7 +54,9 @@ impl Default for Mvcc {
             log_start: 2,
             current: 1,
             published: 1,
-            compact_revision: 0,
+            // etcd's compaction revision starts below every revision (-1), so compacting to 0
+            // once succeeds.
+            compact_revision: -1,
         }
     }
 }
@@ -66,7 +68,13 @@ impl Mvcc {
     pub fn published(&self) -> Revision {
         self.published
     }
+    /// The compaction revision, 0 if never compacted.
     pub fn compact_revision(&self) -> Revision {
+        self.compact_revision.max(0)
+    }
+
+    /// The compaction revision as kept: -1 if never compacted (for snapshots and replay).
+    pub fn raw_compact_revision(&self) -> Revision {
         self.compact_revision
     }
 
@@ -88,7 +96,7 @@ impl Mvcc {
             return Ok(self.published);
         }
         if revision < self.compact_revision {
-            return Err(StorageError::Compacted { compact_revision: self.compact_revision });
+            return Err(StorageError::Compacted { compact_revision: self.compact_revision() });
         }
         if revision > self.published {
             return Err(StorageError::FutureRevision { current_revision: self.published });
@@ -207,7 +215,7 @@ impl Mvcc {
     /// does, so a watch from `revision` still sees that deletion).
     pub fn compact(&mut self, revision: Revision) -> Result<(), StorageError> {
         if revision <= self.compact_revision {
-            return Err(StorageError::Compacted { compact_revision: self.compact_revision });
+            return Err(StorageError::Compacted { compact_revision: self.compact_revision() });
         }
         if revision > self.published {
             return Err(StorageError::FutureRevision { current_revision: self.published });

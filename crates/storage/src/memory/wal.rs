@@ -198,7 +198,7 @@ impl SnapshotData {
     pub fn of(mvcc: &Mvcc) -> SnapshotData {
         SnapshotData {
             current: mvcc.current(),
-            compact_revision: mvcc.compact_revision(),
+            compact_revision: mvcc.raw_compact_revision(),
             versions: mvcc.versions().map(|(k, v)| (k.clone(), v.clone())).collect(),
         }
     }
@@ -333,7 +333,7 @@ pub(crate) fn recover(dir: &Path) -> io::Result<(Mvcc, u64)> {
 fn apply_record(mvcc: &mut Mvcc, record: Record) -> io::Result<()> {
     let (revision, mutation) = match record {
         Record::Compact { revision } => {
-            if revision > mvcc.compact_revision() {
+            if revision > mvcc.raw_compact_revision() {
                 mvcc.compact(revision).map_err(|_| corrupt())?;
             }
             return Ok(());
