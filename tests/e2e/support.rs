@@ -87,7 +87,11 @@ impl Server {
             args,
             etcd,
             // Servers with --tls-generate use a CA of their own; the tests trust any.
-            http: reqwest::Client::builder().http1_only().danger_accept_invalid_certs(true).build().expect("an HTTP client"),
+            http: reqwest::Client::builder()
+                .http1_only()
+                .danger_accept_invalid_certs(true)
+                .build()
+                .expect("an HTTP client"),
         };
         server.launch("127.0.0.1:0").await;
         server

@@ -50,7 +50,8 @@ fn decode_enveloped(bytes: &[u8]) -> (String, String, Value) {
 
 /// A `metav1.WatchEvent` message: its type and the enveloped object bytes.
 fn decode_watch_event(bytes: &[u8]) -> (String, Vec<u8>) {
-    let event = DynamicMessage::decode(message("k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent"), bytes).expect("a WatchEvent");
+    let event = DynamicMessage::decode(message("k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent"), bytes)
+        .expect("a WatchEvent");
     let event_type = event.get_field_by_name("type").and_then(|v| v.as_str().map(String::from)).expect("type");
     let object = event.get_field_by_name("object").expect("object");
     let ProtoValue::Message(raw_extension) = object.as_ref() else { panic!("object is a RawExtension") };
@@ -60,7 +61,12 @@ fn decode_watch_event(bytes: &[u8]) -> (String, Vec<u8>) {
 
 async fn protobuf_get_list_and_watch(backend: Backend) {
     let server = Server::start("proto-read", backend, &[]).await;
-    let (_, created) = server.post_json(CMS, &json!({"metadata": {"name": "p", "labels": {"a": "b"}}, "data": {"k": "v"}, "binaryData": {"b": "AAEC"}})).await;
+    let (_, created) = server
+        .post_json(
+            CMS,
+            &json!({"metadata": {"name": "p", "labels": {"a": "b"}}, "data": {"k": "v"}, "binaryData": {"b": "AAEC"}}),
+        )
+        .await;
     let get = |path: String| server.http.get(server.api(&path)).header("Accept", PROTOBUF).send();
     let r = get(format!("{CMS}/p")).await.unwrap();
     assert_eq!(r.headers()["content-type"], PROTOBUF);
@@ -81,7 +87,8 @@ async fn protobuf_get_list_and_watch(backend: Backend) {
     let r = get(format!("{CMS}?watch=1&resourceVersion={rv}&allowWatchBookmarks=true")).await.unwrap();
     assert_eq!(r.headers()["content-type"], "application/vnd.kubernetes.protobuf;stream=watch");
     let mut stream = r.bytes_stream();
-    let (code, _) = server.send("PATCH", &format!("{CMS}/p"), "application/merge-patch+json", r#"{"data":{"k":"w"}}"#).await;
+    let (code, _) =
+        server.send("PATCH", &format!("{CMS}/p"), "application/merge-patch+json", r#"{"data":{"k":"w"}}"#).await;
     assert_eq!(code, 200);
     let mut buffer = Vec::new();
     let frame = tokio::time::timeout(SECONDS, async {
@@ -107,7 +114,9 @@ async fn protobuf_get_list_and_watch(backend: Backend) {
 async fn protobuf_bodies_and_field_validation(backend: Backend) {
     let server = Server::start("proto-write", backend, &[]).await;
     // A protobuf body, as kubectl create configmap sends it.
-    let raw = listwatch_proto::encode_object("", "v1", "ConfigMap", &json!({"metadata": {"name": "pb"}, "data": {"a": "1"}})).unwrap();
+    let raw =
+        listwatch_proto::encode_object("", "v1", "ConfigMap", &json!({"metadata": {"name": "pb"}, "data": {"a": "1"}}))
+            .unwrap();
     let body = listwatch_proto::wrap_unknown("v1", "ConfigMap", &raw);
     let (code, created) = server.send("POST", CMS, PROTOBUF, body).await;
     assert_eq!(code, 201, "{created}");
@@ -120,29 +129,57 @@ async fn protobuf_bodies_and_field_validation(backend: Backend) {
     let unknown = r#"{"metadata":{"name":"u1"},"data":{"a":"1"},"datta":{"b":"2"}}"#;
     let (code, body) = server.send("POST", &format!("{CMS}?fieldValidation=Strict"), "application/json", unknown).await;
     assert_eq!(code, 400, "{body}");
-    assert_eq!(body["message"], "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"datta\"");
+    assert_eq!(
+        body["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"datta\""
+    );
     let duplicate = r#"{"metadata":{"name":"u2","name":"u3"}}"#;
-    let (code, body) = server.send("POST", &format!("{CMS}?fieldValidation=Strict"), "application/json", duplicate).await;
+    let (code, body) =
+        server.send("POST", &format!("{CMS}?fieldValidation=Strict"), "application/json", duplicate).await;
     assert_eq!(code, 400, "{body}");
-    assert!(body["message"].as_str().unwrap().ends_with("strict decoding error: duplicate field \"metadata.name\""), "{body}");
-    let r = server.http.post(server.api(&format!("{CMS}?fieldValidation=Warn"))).header("Content-Type", "application/json").body(unknown).send().await.unwrap();
+    assert!(
+        body["message"].as_str().unwrap().ends_with("strict decoding error: duplicate field \"metadata.name\""),
+        "{body}"
+    );
+    let r = server
+        .http
+        .post(server.api(&format!("{CMS}?fieldValidation=Warn")))
+        .header("Content-Type", "application/json")
+        .body(unknown)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 201);
     assert_eq!(r.headers()["warning"], "299 - \"unknown field \\\"datta\\\"\"");
     let stored: Value = r.json().await.unwrap();
     assert!(stored.get("datta").is_none(), "unknown fields are dropped: {stored}");
-    let (code, stored) = server.send("POST", &format!("{CMS}?fieldValidation=Ignore"), "application/json", unknown.replace("u1", "u4")).await;
+    let (code, stored) = server
+        .send("POST", &format!("{CMS}?fieldValidation=Ignore"), "application/json", unknown.replace("u1", "u4"))
+        .await;
     assert_eq!(code, 201);
     assert!(stored.get("datta").is_none());
     // A patch that introduces an unknown field under Strict: 422 on the patch.
-    let (code, body) = server.send("PATCH", &format!("{CMS}/u1?fieldValidation=Strict"), "application/merge-patch+json", r#"{"spex":1}"#).await;
+    let (code, body) = server
+        .send("PATCH", &format!("{CMS}/u1?fieldValidation=Strict"), "application/merge-patch+json", r#"{"spex":1}"#)
+        .await;
     assert_eq!(code, 422, "{body}");
     // kubectl validates on the server and shows kube's message.
     let k = server.kubectl();
-    let out = k.run_with_input(&["create", "-f", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad}\ndatta: {a: b}\n").await;
+    let out = k
+        .run_with_input(
+            &["create", "-f", "-"],
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad}\ndatta: {a: b}\n",
+        )
+        .await;
     assert!(!out.success && out.stderr.contains("strict decoding error: unknown field \"datta\""), "{}", out.stderr);
 }
 
-fn ws_request(server: &Server, path: &str, origin: Option<&str>, protocols: &[&str]) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+fn ws_request(
+    server: &Server,
+    path: &str,
+    origin: Option<&str>,
+    protocols: &[&str],
+) -> tokio_tungstenite::tungstenite::handshake::client::Request {
     let url = format!("{}{path}", server.url.replacen("http://", "ws://", 1));
     let mut request = url.into_client_request().unwrap();
     if let Some(origin) = origin {
@@ -169,11 +206,18 @@ async fn websocket_watches(backend: Backend) {
     let path = format!("{CMS}?watch=1&resourceVersion={rv}");
     // No Origin: 403. Two subprotocols: 400.
     assert_eq!(handshake_status(tokio_tungstenite::connect_async(ws_request(&server, &path, None, &[])).await), 403);
-    assert_eq!(handshake_status(tokio_tungstenite::connect_async(ws_request(&server, &path, Some("http://x"), &["a", "b"])).await), 400);
+    assert_eq!(
+        handshake_status(
+            tokio_tungstenite::connect_async(ws_request(&server, &path, Some("http://x"), &["a", "b"])).await
+        ),
+        400
+    );
     // A bearer token subprotocol is taken out; the one remaining is echoed.
     let token = "base64url.bearer.authorization.k8s.io.dG9rZW4";
     let (mut socket, response) =
-        tokio_tungstenite::connect_async(ws_request(&server, &path, Some("http://x"), &[token, "v4.channel.k8s.io"])).await.unwrap();
+        tokio_tungstenite::connect_async(ws_request(&server, &path, Some("http://x"), &[token, "v4.channel.k8s.io"]))
+            .await
+            .unwrap();
     assert_eq!(response.headers()["sec-websocket-protocol"], "v4.channel.k8s.io");
     server.send("PATCH", &format!("{CMS}/w"), "application/merge-patch+json", r#"{"data":{"a":"1"}}"#).await;
     server.send("DELETE", &format!("{CMS}/w"), "application/json", "").await;
@@ -198,7 +242,8 @@ async fn websocket_watches(backend: Backend) {
     assert!(freed.is_ok(), "the watch outlived its WebSocket");
 
     // Protobuf over WebSocket: binary messages, each one WatchEvent (no length prefix).
-    let mut request = ws_request(&server, &format!("{CMS}?watch=1&resourceVersion=0&timeoutSeconds=2"), Some("http://x"), &[]);
+    let mut request =
+        ws_request(&server, &format!("{CMS}?watch=1&resourceVersion=0&timeoutSeconds=2"), Some("http://x"), &[]);
     request.headers_mut().insert("Accept", PROTOBUF.parse().unwrap());
     let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
     server.post_json(CMS, &json!({"metadata": {"name": "w2"}})).await;
@@ -230,28 +275,67 @@ async fn tables_and_metadata_only(backend: Backend) {
     let (code, created) = server.post_json("/api/v1/namespaces/default/pods", &pod).await;
     assert_eq!(code, 201, "{created}");
     let status = json!({"status": pod["status"]});
-    let (code, _) = server.send("PATCH", "/api/v1/namespaces/default/pods/p1/status", "application/merge-patch+json", status.to_string()).await;
+    let (code, _) = server
+        .send("PATCH", "/api/v1/namespaces/default/pods/p1/status", "application/merge-patch+json", status.to_string())
+        .await;
     assert_eq!(code, 200);
-    let table: Value = server.http.get(server.api("/api/v1/pods")).header("Accept", TABLE).send().await.unwrap().json().await.unwrap();
+    let table: Value =
+        server.http.get(server.api("/api/v1/pods")).header("Accept", TABLE).send().await.unwrap().json().await.unwrap();
     assert_eq!(table["kind"], "Table");
-    let columns: Vec<&str> = table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let columns: Vec<&str> =
+        table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(columns, ["Name", "Ready", "Status", "Restarts", "Age", "IP", "Node"]);
     let row = &table["rows"][0];
     assert_eq!(row["cells"].as_array().unwrap()[0..4], [json!("p1"), json!("2/2"), json!("Running"), json!("2")]);
     assert_eq!(row["object"]["kind"], "PartialObjectMetadata");
     assert_eq!(row["object"]["metadata"]["labels"]["app"], "x");
     // includeObject=Object and None.
-    let full: Value = server.http.get(server.api("/api/v1/pods?includeObject=Object")).header("Accept", TABLE).send().await.unwrap().json().await.unwrap();
+    let full: Value = server
+        .http
+        .get(server.api("/api/v1/pods?includeObject=Object"))
+        .header("Accept", TABLE)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(full["rows"][0]["object"]["kind"], "Pod");
-    let none: Value = server.http.get(server.api("/api/v1/pods?includeObject=None")).header("Accept", TABLE).send().await.unwrap().json().await.unwrap();
+    let none: Value = server
+        .http
+        .get(server.api("/api/v1/pods?includeObject=None"))
+        .header("Accept", TABLE)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert!(none["rows"][0].get("object").is_none());
     // A Table watch: column definitions only in the first event.
     let rv = created["metadata"]["resourceVersion"].as_str().unwrap();
     let url = server.api(&format!("/api/v1/namespaces/default/pods?watch=1&resourceVersion={rv}"));
-    let client = reqwest::Client::builder().default_headers([(reqwest::header::ACCEPT, TABLE.parse().unwrap())].into_iter().collect()).build().unwrap();
+    let client = reqwest::Client::builder()
+        .default_headers([(reqwest::header::ACCEPT, TABLE.parse().unwrap())].into_iter().collect())
+        .build()
+        .unwrap();
     let mut w = Watch::open_with(&client, &url).await;
-    server.send("PATCH", "/api/v1/namespaces/default/pods/p1", "application/merge-patch+json", r#"{"metadata":{"labels":{"v":"1"}}}"#).await;
-    server.send("PATCH", "/api/v1/namespaces/default/pods/p1", "application/merge-patch+json", r#"{"metadata":{"labels":{"v":"2"}}}"#).await;
+    server
+        .send(
+            "PATCH",
+            "/api/v1/namespaces/default/pods/p1",
+            "application/merge-patch+json",
+            r#"{"metadata":{"labels":{"v":"1"}}}"#,
+        )
+        .await;
+    server
+        .send(
+            "PATCH",
+            "/api/v1/namespaces/default/pods/p1",
+            "application/merge-patch+json",
+            r#"{"metadata":{"labels":{"v":"2"}}}"#,
+        )
+        .await;
     let first = w.next(SECONDS).await.unwrap();
     let second = w.next(SECONDS).await.unwrap();
     assert_eq!(first["object"]["kind"], "Table");
@@ -261,7 +345,16 @@ async fn tables_and_metadata_only(backend: Backend) {
 
     // Metadata only: a single object, a list, a watch.
     let pom = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
-    let one: Value = server.http.get(server.api("/api/v1/namespaces/default/pods/p1")).header("Accept", pom).send().await.unwrap().json().await.unwrap();
+    let one: Value = server
+        .http
+        .get(server.api("/api/v1/namespaces/default/pods/p1"))
+        .header("Accept", pom)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(one["kind"], "PartialObjectMetadata");
     assert_eq!(one["apiVersion"], "meta.k8s.io/v1");
     assert!(one.get("spec").is_none());
@@ -287,7 +380,9 @@ async fn tables_and_metadata_only(backend: Backend) {
     assert_eq!(&row[..5], ["default", "p1", "2/2", "Running", "2"]);
     assert_eq!(row.last(), Some(&"app=x,v=2"));
     for name in ["b", "c", "a"] {
-        server.post_json(CMS, &json!({"metadata": {"name": format!("cm-{name}")}, "data": {"k": format!("{name}")}})).await;
+        server
+            .post_json(CMS, &json!({"metadata": {"name": format!("cm-{name}")}, "data": {"k": format!("{name}")}}))
+            .await;
     }
     let sorted = k.run(&["get", "configmaps", "--sort-by=.data.k", "-o", "name"]).await.ok();
     assert_eq!(sorted.lines().collect::<Vec<_>>(), ["configmap/cm-a", "configmap/cm-b", "configmap/cm-c"]);
@@ -303,18 +398,24 @@ async fn http2_carries_many_watches(backend: Backend) {
     // One TCP connection, HTTP/2 with prior knowledge, 100 watches on it.
     let addr = server.url.trim_start_matches("http://").to_string();
     let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    let (sender, connection) = hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), hyper_util::rt::TokioIo::new(tcp)).await.unwrap();
+    let (sender, connection) =
+        hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .unwrap();
     tokio::spawn(connection);
     let mut bodies = Vec::new();
     for _ in 0..100 {
         let mut sender = sender.clone();
-        let request = http::Request::get(format!("http://{addr}{CMS}?watch=1&resourceVersion={rv}")).body(http_body_util::Empty::<Bytes>::new()).unwrap();
+        let request = http::Request::get(format!("http://{addr}{CMS}?watch=1&resourceVersion={rv}"))
+            .body(http_body_util::Empty::<Bytes>::new())
+            .unwrap();
         let response = sender.send_request(request).await.unwrap();
         assert_eq!(response.status(), 200);
         assert_eq!(response.version(), http::Version::HTTP_2);
         bodies.push(response.into_body());
     }
-    let (_, modified) = server.send("PATCH", &format!("{CMS}/h"), "application/merge-patch+json", r#"{"data":{"x":"y"}}"#).await;
+    let (_, modified) =
+        server.send("PATCH", &format!("{CMS}/h"), "application/merge-patch+json", r#"{"data":{"x":"y"}}"#).await;
     let want = modified["metadata"]["resourceVersion"].clone();
     let reads = bodies.into_iter().map(|mut body| {
         let want = want.clone();
@@ -334,7 +435,9 @@ async fn http2_carries_many_watches(backend: Backend) {
             }
         }
     });
-    tokio::time::timeout(Duration::from_secs(30), futures::future::join_all(reads)).await.expect("every watch got the event");
+    tokio::time::timeout(Duration::from_secs(30), futures::future::join_all(reads))
+        .await
+        .expect("every watch got the event");
 }
 
 async fn kubectl_over_tls() {
@@ -343,7 +446,10 @@ async fn kubectl_over_tls() {
     let server = Server::start_with_storage(dir, storage, None, &["--tls-generate"]).await;
     assert!(server.url.starts_with("https://"), "{}", server.url);
     let k = server.kubectl();
-    assert_eq!(k.run(&["create", "configmap", "secure", "--from-literal=a=b"]).await.ok().trim(), "configmap/secure created");
+    assert_eq!(
+        k.run(&["create", "configmap", "secure", "--from-literal=a=b"]).await.ok().trim(),
+        "configmap/secure created"
+    );
     assert_eq!(k.get_json(&["configmap", "secure"]).await["data"]["a"], "b");
     // ALPN offers HTTP/2, so many watches can share one connection as client-go does; the
     // generated CA (named by the kubeconfig) verifies the server.

@@ -287,11 +287,11 @@ fn memchr_contains(haystack: &[u8], needle: &[u8]) -> bool {
 }
 
 /// Every object that references an owner, by owner uid.
-async fn dependents(
-    state: &ApiState,
-    owners: &HashSet<String>,
-) -> Result<HashMap<String, Vec<(Arc<ResourceStore>, Arc<Object>)>>, listwatch_meta::ApiError> {
-    let mut found: HashMap<String, Vec<(Arc<ResourceStore>, Arc<Object>)>> = HashMap::new();
+/// Owner uid → the objects that reference it.
+type Dependents = HashMap<String, Vec<(Arc<ResourceStore>, Arc<Object>)>>;
+
+async fn dependents(state: &ApiState, owners: &HashSet<String>) -> Result<Dependents, listwatch_meta::ApiError> {
+    let mut found = Dependents::new();
     for store in state.stores() {
         for object in all_objects(store).await? {
             for uid in owner_uids(&object) {

@@ -79,7 +79,11 @@ pub fn decode(
                         name,
                         vec![StatusCause::new(
                             "FieldValueInvalid",
-                            format!("Invalid value: {:?}: strict decoding error: {}", String::from_utf8_lossy(patch), problems.join(", ")),
+                            format!(
+                                "Invalid value: {:?}: strict decoding error: {}",
+                                String::from_utf8_lossy(patch),
+                                problems.join(", ")
+                            ),
                             "patch",
                         )],
                     ),
@@ -99,9 +103,15 @@ pub fn decode(
 /// The object as the schema sees it: unknown fields dropped, the rest as kube-apiserver
 /// serves it.
 pub fn normalize(resource: &Resource, value: &Value) -> Result<Value, ApiError> {
-    let bytes = listwatch_proto::encode_object(resource.group, resource.version, resource.kind, value)
-        .map_err(|e| ApiError::bad_request(format!("{} in version \"{}\" cannot be handled as a {}: {e}", resource.kind, resource.version, resource.kind)))?;
-    let decoded = listwatch_proto::decode_object(resource.group, resource.version, resource.kind, &bytes).map_err(ApiError::internal)?;
+    let bytes =
+        listwatch_proto::encode_object(resource.group, resource.version, resource.kind, value).map_err(|e| {
+            ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {e}",
+                resource.kind, resource.version, resource.kind
+            ))
+        })?;
+    let decoded = listwatch_proto::decode_object(resource.group, resource.version, resource.kind, &bytes)
+        .map_err(ApiError::internal)?;
     Ok(decoded.object)
 }
 
@@ -111,7 +121,8 @@ pub fn decode_protobuf(resource: &Resource, body: &[u8]) -> Result<Map<String, V
     if !has_schema(resource) {
         return Err(ApiError::unsupported_media_type("application/vnd.kubernetes.protobuf"));
     }
-    let envelope = listwatch_proto::unwrap_unknown(body).map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}")))?;
+    let envelope = listwatch_proto::unwrap_unknown(body)
+        .map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}")))?;
     if envelope.api_version != resource.api_version() || envelope.kind != resource.kind {
         return Err(ApiError::bad_request(format!(
             "the object provided is unrecognized (must be of type {}): {}/{} in the body",
@@ -119,7 +130,12 @@ pub fn decode_protobuf(resource: &Resource, body: &[u8]) -> Result<Map<String, V
         )));
     }
     let decoded = listwatch_proto::decode_object(resource.group, resource.version, resource.kind, envelope.raw)
-        .map_err(|e| ApiError::bad_request(format!("{} in version \"{}\" cannot be handled as a {}: {e}", resource.kind, resource.version, resource.kind)))?;
+        .map_err(|e| {
+            ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {e}",
+                resource.kind, resource.version, resource.kind
+            ))
+        })?;
     match decoded.object {
         Value::Object(map) => Ok(map),
         _ => Err(ApiError::bad_request("the object is not a JSON object")),
@@ -168,7 +184,10 @@ impl<'de> Visitor<'de> for DuplicateCheck<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut i = 0;
-        while seq.next_element_seed(DuplicateCheck { path: format!("{}[{i}]", self.path), found: self.found })?.is_some() {
+        while seq
+            .next_element_seed(DuplicateCheck { path: format!("{}[{i}]", self.path), found: self.found })?
+            .is_some()
+        {
             i += 1;
         }
         Ok(())

@@ -410,28 +410,25 @@ async fn route(
                 Ok(crate::watch::chunked_response(state, watch))
             }
         },
-        Verb::Create => {
-            write::create(state, store, req, query, &parts.headers, body, negotiate(false)?).await
-        }
-        Verb::Update => {
-            write::update(state, store, req, query, &parts.headers, body, negotiate(false)?).await
-        }
-        Verb::Patch => {
-            write::patch(state, store, req, query, &parts.headers, body, negotiate(false)?).await
-        }
+        Verb::Create => write::create(state, store, req, query, &parts.headers, body, negotiate(false)?).await,
+        Verb::Update => write::update(state, store, req, query, &parts.headers, body, negotiate(false)?).await,
+        Verb::Patch => write::patch(state, store, req, query, &parts.headers, body, negotiate(false)?).await,
         Verb::Delete => write::delete(state, store, req, query, body, negotiate(false)?).await,
-        Verb::DeleteCollection => {
-            write::delete_collection(state, store, req, query, body, negotiate(true)?).await
-        }
+        Verb::DeleteCollection => write::delete_collection(state, store, req, query, body, negotiate(true)?).await,
     }
 }
 
 /// Applies `includeObject` (what Table rows carry: None, Metadata by default, or Object) to a
 /// Table representation; 400 for a value kube does not know.
-pub fn with_include_object(mut media: listwatch_encoding::MediaType, query: &Query) -> Result<listwatch_encoding::MediaType, ApiError> {
+pub fn with_include_object(
+    mut media: listwatch_encoding::MediaType,
+    query: &Query,
+) -> Result<listwatch_encoding::MediaType, ApiError> {
     let Some(value) = query.get("includeObject") else { return Ok(media) };
     let include = listwatch_encoding::IncludeObject::parse(value).ok_or_else(|| {
-        ApiError::bad_request(format!("includeObject: Unsupported value: \"{value}\": supported values: \"None\", \"Metadata\", \"Object\""))
+        ApiError::bad_request(format!(
+            "includeObject: Unsupported value: \"{value}\": supported values: \"None\", \"Metadata\", \"Object\""
+        ))
     })?;
     if let listwatch_encoding::Output::Table { include: current, .. } = &mut media.output {
         *current = include;

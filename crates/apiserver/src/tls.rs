@@ -35,7 +35,8 @@ pub struct GeneratedFiles {
 
 /// Generates a CA and a server certificate signed by it into `dir` (kept if already there).
 pub fn generate(dir: &Path, extra_names: &[String]) -> Result<GeneratedFiles, TlsError> {
-    let files = GeneratedFiles { ca_cert: dir.join("ca.crt"), cert: dir.join("server.crt"), key: dir.join("server.key") };
+    let files =
+        GeneratedFiles { ca_cert: dir.join("ca.crt"), cert: dir.join("server.crt"), key: dir.join("server.key") };
     if files.ca_cert.exists() && files.cert.exists() && files.key.exists() {
         return Ok(files);
     }
@@ -55,7 +56,9 @@ pub fn generate(dir: &Path, extra_names: &[String]) -> Result<GeneratedFiles, Tl
     server_params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
     let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
     let server_cert = server_params.signed_by(&server_key, &issuer)?;
-    let write = |path: &Path, text: String| std::fs::write(path, text).map_err(|source| TlsError::Write { path: path.to_path_buf(), source });
+    let write = |path: &Path, text: String| {
+        std::fs::write(path, text).map_err(|source| TlsError::Write { path: path.to_path_buf(), source })
+    };
     write(&files.ca_cert, ca_cert.pem())?;
     write(&files.cert, server_cert.pem())?;
     write(&files.key, server_key.serialize_pem())?;
@@ -66,12 +69,14 @@ pub fn generate(dir: &Path, extra_names: &[String]) -> Result<GeneratedFiles, Tl
 pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, TlsError> {
     let read = |path: &Path| std::fs::read(path).map_err(|source| TlsError::Read { path: path.to_path_buf(), source });
     let cert_pem = read(cert)?;
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem).filter_map(Result::ok).collect();
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(&cert_pem).filter_map(Result::ok).collect();
     if certs.is_empty() {
         return Err(TlsError::Missing { path: cert.to_path_buf(), what: "certificate" });
     }
     let key_pem = read(key)?;
-    let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|_| TlsError::Missing { path: key.to_path_buf(), what: "private key" })?;
+    let key = PrivateKeyDer::from_pem_slice(&key_pem)
+        .map_err(|_| TlsError::Missing { path: key.to_path_buf(), what: "private key" })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?

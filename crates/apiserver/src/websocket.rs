@@ -34,9 +34,10 @@ const BEARER_PROTOCOL_PREFIX: &str = "base64url.bearer.authorization.k8s.io.";
 /// Whether a request asks to upgrade to WebSocket.
 pub fn is_websocket_request(headers: &HeaderMap) -> bool {
     let has = |name: header::HeaderName, token: &str| {
-        headers.get_all(name).iter().any(|v| {
-            v.to_str().is_ok_and(|v| v.split(',').any(|part| part.trim().eq_ignore_ascii_case(token)))
-        })
+        headers
+            .get_all(name)
+            .iter()
+            .any(|v| v.to_str().is_ok_and(|v| v.split(',').any(|part| part.trim().eq_ignore_ascii_case(token))))
     };
     has(header::UPGRADE, "websocket") && has(header::CONNECTION, "upgrade")
 }
@@ -107,7 +108,10 @@ pub fn respond(state: &ApiState, watch: PreparedWatch, handshake: Handshake, on_
     let headers = response.headers_mut();
     headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
     headers.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
-    headers.insert(header::SEC_WEBSOCKET_ACCEPT, HeaderValue::from_str(&handshake.accept).expect("base64 is a header value"));
+    headers.insert(
+        header::SEC_WEBSOCKET_ACCEPT,
+        HeaderValue::from_str(&handshake.accept).expect("base64 is a header value"),
+    );
     if let Some(protocol) = handshake.protocol
         && let Ok(value) = HeaderValue::from_str(&protocol)
     {
@@ -143,10 +147,12 @@ where
             let size: usize = pieces.iter().map(bytes::Bytes::len).sum();
             crate::metrics::watch_event_sent(watch.resource, size);
             let message = match wire {
-                Wire::Json => match tokio_tungstenite::tungstenite::Utf8Bytes::try_from(listwatch_encoding::join(&pieces)) {
-                    Ok(text) => Message::Text(text),
-                    Err(_) => return,
-                },
+                Wire::Json => {
+                    match tokio_tungstenite::tungstenite::Utf8Bytes::try_from(listwatch_encoding::join(&pieces)) {
+                        Ok(text) => Message::Text(text),
+                        Err(_) => return,
+                    }
+                }
                 // The stream's 4-byte length prefix is not part of a WebSocket message.
                 Wire::Protobuf => Message::Binary(listwatch_encoding::join(&pieces).slice(4..)),
             };

@@ -20,10 +20,10 @@ use listwatch_storage::{KeyRange, KeyValue, RangeRequest, StorageError};
 use serde_json::{Map, Value, json};
 
 use crate::body_in;
-use crate::schema::{self, FieldValidation};
 use crate::request::{Query, ResourceRequest};
 use crate::resource::{ResourceStore, storage_error};
 use crate::response::{self, HttpResponse};
+use crate::schema::{self, FieldValidation};
 use crate::server::ApiState;
 use crate::strategy;
 

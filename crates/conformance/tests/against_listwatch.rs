@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use listwatch_testkit::etcd::{EtcdProcess, EtcdProcessOptions};
 use listwatch_conformance::{Report, Target};
+use listwatch_testkit::etcd::{EtcdProcess, EtcdProcessOptions};
 
 /// A listwatch server started for one test, killed when dropped.
 struct Server {

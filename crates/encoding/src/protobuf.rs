@@ -23,10 +23,11 @@ pub(crate) fn object(resource: &Resource, object: &Object) -> Bytes {
 fn enveloped(resource: &Resource, value: &Value) -> Vec<u8> {
     // Stored objects were decoded against the schema on write, so they always encode; a
     // value that does not (someone else's data) is sent with what does encode.
-    let raw = listwatch_proto::encode_object(resource.group, resource.version, resource.kind, value).unwrap_or_else(|e| {
-        tracing::warn!(kind = resource.kind, error = %e, "an object does not fit its protobuf schema");
-        Vec::new()
-    });
+    let raw =
+        listwatch_proto::encode_object(resource.group, resource.version, resource.kind, value).unwrap_or_else(|e| {
+            tracing::warn!(kind = resource.kind, error = %e, "an object does not fit its protobuf schema");
+            Vec::new()
+        });
     listwatch_proto::wrap_unknown(&resource.api_version(), resource.kind, &raw)
 }
 
