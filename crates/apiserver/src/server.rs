@@ -410,11 +410,17 @@ async fn route(
                 Ok(crate::watch::chunked_response(state, watch))
             }
         },
-        Verb::Create => write::create(state, store, req, query, &parts.headers, body, negotiate(false)?).await,
-        Verb::Update => write::update(state, store, req, query, &parts.headers, body, negotiate(false)?).await,
-        Verb::Patch => write::patch(state, store, req, query, &parts.headers, body, negotiate(false)?).await,
-        Verb::Delete => write::delete(state, store, req, query, body, negotiate(false)?).await,
-        Verb::DeleteCollection => write::delete_collection(state, store, req, query, body, negotiate(true)?).await,
+        Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
+            let media = negotiate(req.verb == Verb::DeleteCollection)?;
+            let w = write::WriteRequest { state, store, req, query, headers: &parts.headers, body, media };
+            match req.verb {
+                Verb::Create => write::create(w).await,
+                Verb::Update => write::update(w).await,
+                Verb::Patch => write::patch(w).await,
+                Verb::Delete => write::delete(w).await,
+                _ => write::delete_collection(w).await,
+            }
+        }
     }
 }
 

@@ -100,18 +100,29 @@ fn respond(store: &ResourceStore, media: MediaType, code: u16, object: &Object) 
     response::with_body(code, encoder.content_type(), crate::body::Body::full(encoder.object(object)))
 }
 
+/// One write request, as the handlers below take it.
+pub struct WriteRequest<'a> {
+    pub state: &'a ApiState,
+    pub store: &'a ResourceStore,
+    pub req: &'a ResourceRequest,
+    pub query: &'a Query,
+    pub headers: &'a HeaderMap,
+    pub body: Bytes,
+    /// The negotiated representation of the response.
+    pub media: MediaType,
+}
+
+impl WriteRequest<'_> {
+    /// `dryRun` and `fieldValidation`, which every write accepts.
+    fn write_options(&self) -> Result<(bool, FieldValidation), ApiError> {
+        Ok((dry_run(self.query)?, FieldValidation::from_query(self.query)?))
+    }
+}
+
 /// POST.
-pub async fn create(
-    state: &ApiState,
-    store: &ResourceStore,
-    req: &ResourceRequest,
-    query: &Query,
-    headers: &HeaderMap,
-    body: Bytes,
-    media: MediaType,
-) -> Result<HttpResponse, ApiError> {
-    let dry_run = dry_run(query)?;
-    let validation = FieldValidation::from_query(query)?;
+pub async fn create(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
+    let (dry_run, validation) = w.write_options()?;
+    let WriteRequest { state, store, req, query: _, headers, body, media } = w;
     let (mut object, warnings) = decode_body(store.resource, headers, &body, validation)?;
     reconcile_namespace(store, &mut object, req.namespace.as_deref())?;
     let resource = store.resource;
@@ -289,6 +300,16 @@ fn parse_rv(object: &Map<String, Value>) -> Result<Option<i64>, ApiError> {
     }
 }
 
+/// 400 when the body names another object than the URL.
+fn check_name_matches(object: &Map<String, Value>, name: &str) -> Result<(), ApiError> {
+    match meta_str(object, "name") {
+        Some(body) if body != name => Err(ApiError::bad_request(format!(
+            "the name of the object ({body}) does not match the name on the URL ({name})"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The subresource a write addresses (404 for one the kind lacks).
 fn subresource(store: &ResourceStore, req: &ResourceRequest) -> Result<Option<Subresource>, ApiError> {
     match req.subresource.as_deref() {
@@ -312,12 +333,7 @@ async fn update_to(
     let sub = subresource(store, req)?;
     guaranteed_update(store, req.namespace.as_deref(), name, None, dry_run, |existing| {
         let mut new = make_new(existing)?;
-        if meta_str(&new, "name").is_some_and(|n| n != name) {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({}) does not match the name on the URL ({name})",
-                meta_str(&new, "name").unwrap_or("")
-            )));
-        }
+        check_name_matches(&new, name)?;
         if let Some(rv) = parse_rv(&new)?
             && rv != existing.resource_version()
         {
@@ -335,51 +351,30 @@ async fn update_to(
 }
 
 /// PUT.
-pub async fn update(
-    state: &ApiState,
-    store: &ResourceStore,
-    req: &ResourceRequest,
-    query: &Query,
-    headers: &HeaderMap,
-    body: Bytes,
-    media: MediaType,
-) -> Result<HttpResponse, ApiError> {
-    let dry_run = dry_run(query)?;
-    let validation = FieldValidation::from_query(query)?;
+pub async fn update(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
+    let (dry_run, validation) = w.write_options()?;
+    let WriteRequest { state, store, req, query, headers, body, media } = w;
     if req.subresource.as_deref() == Some("scale") {
         return crate::scale::update(state, store, req, headers, body, dry_run).await;
     }
     let (mut object, warnings) = decode_body(store.resource, headers, &body, validation)?;
     reconcile_namespace(store, &mut object, req.namespace.as_deref())?;
-    let name = req.name.as_deref().expect("PUT has a name");
-    if meta_str(&object, "name").is_some_and(|n| n != name) {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({}) does not match the name on the URL ({name})",
-            meta_str(&object, "name").unwrap_or("")
-        )));
-    }
+    // Checked before the update too: a PUT that creates must not create another name.
+    check_name_matches(&object, req.name.as_deref().expect("PUT has a name"))?;
     let result = update_to(store, req, dry_run, |_| Ok(object.clone())).await;
     match result {
         Ok(updated) => Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings)),
         Err(e) if e.code() == 404 && store.resource.allow_create_on_update && req.subresource.is_none() => {
-            create(state, store, req, query, headers, body, media).await
+            create(WriteRequest { state, store, req, query, headers, body, media }).await
         }
         Err(e) => Err(e),
     }
 }
 
 /// PATCH: JSON merge patch, JSON patch, or strategic merge patch.
-pub async fn patch(
-    state: &ApiState,
-    store: &ResourceStore,
-    req: &ResourceRequest,
-    query: &Query,
-    headers: &HeaderMap,
-    body: Bytes,
-    media: MediaType,
-) -> Result<HttpResponse, ApiError> {
-    let dry_run = dry_run(query)?;
-    let validation = FieldValidation::from_query(query)?;
+pub async fn patch(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
+    let (dry_run, validation) = w.write_options()?;
+    let WriteRequest { state, store, req, query: _, headers, body, media } = w;
     let kind = PatchKind::from_content_type(&body_in::content_type(headers))?;
     let patch: Value =
         serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
@@ -619,14 +614,8 @@ pub async fn delete_one(
 }
 
 /// DELETE of one object.
-pub async fn delete(
-    state: &ApiState,
-    store: &ResourceStore,
-    req: &ResourceRequest,
-    query: &Query,
-    body: Bytes,
-    media: MediaType,
-) -> Result<HttpResponse, ApiError> {
+pub async fn delete(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
+    let WriteRequest { state, store, req, query, headers: _, body, media } = w;
     if req.subresource.is_some() {
         return Err(ApiError::method_not_supported(&store.resource.group_resource(), "delete"));
     }
@@ -650,14 +639,8 @@ pub async fn delete(
 
 /// DELETE of a collection: every matching object, one revision each; answers the list of
 /// what was deleted.
-pub async fn delete_collection(
-    state: &ApiState,
-    store: &ResourceStore,
-    req: &ResourceRequest,
-    query: &Query,
-    body: Bytes,
-    media: MediaType,
-) -> Result<HttpResponse, ApiError> {
+pub async fn delete_collection(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
+    let WriteRequest { state, store, req, query, headers: _, body, media } = w;
     let options = delete_options(query, &body)?;
     let list_options = crate::options::parse(query, store.resource, false, None)?;
     let listed = crate::list::list(store, req.namespace.as_deref(), &list_options).await?;
