@@ -40,7 +40,9 @@ use super::http::HttpConnection;
 use super::objects::{self, BenchKind};
 use super::report::{self, LatencySummary};
 use super::rv_log::WriteLog;
-use super::server::{ProcessUsage, ServerUnderTest, cpu_between, machine_busy_seconds, other_cpu_seconds};
+use super::server::{
+    ProcessUsage, ServerUnderTest, cpu_between, machine_busy_seconds, other_cpu_seconds, system_between,
+};
 use super::transport::{Opened, Transport, WatchStream, WireEncoding, check_supported};
 
 #[derive(Args, Debug)]
@@ -426,6 +428,8 @@ struct Completeness {
 struct Usage {
     server_cpu_seconds: Option<f64>,
     server_cpu_cores: Option<f64>,
+    /// The kernel's part of the server's CPU seconds (socket writes, epoll).
+    server_system_cpu_seconds: Option<f64>,
     server_peak_rss_mib: Option<f64>,
     bench_cpu_seconds: Option<f64>,
     bench_cpu_cores: Option<f64>,
@@ -543,7 +547,7 @@ pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
     let mut write_latency = report::merged_histogram();
     let (mut succeeded, mut failed, mut unlogged, mut first_error) = (0, 0, 0, None);
     for w in writers {
-        let outcome = w.await??;
+        let outcome = w.await?.map_err(|e| server.annotate(e))?;
         report::merge(&mut write_latency, &outcome.latency);
         succeeded += outcome.written;
         failed += outcome.failed;
@@ -655,6 +659,7 @@ pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
         usage: Usage {
             server_cpu_seconds: server_cpu,
             server_cpu_cores: server_cpu.map(|c| c / span),
+            server_system_cpu_seconds: system_between(server_before, server_after),
             server_peak_rss_mib: server_after.map(|u| report::mib(u.peak_rss_bytes)),
             bench_cpu_seconds: bench_cpu,
             bench_cpu_cores: bench_cpu.map(|c| c / span),
@@ -717,8 +722,9 @@ fn print_summary(r: &FanoutResult) {
         _ => "?".into(),
     };
     println!(
-        "usage:     server CPU {}, server peak RSS {}; bench CPU {}; other processes {}",
+        "usage:     server CPU {} ({} in the kernel), server peak RSS {}; bench CPU {}; other processes {}",
         secs(u.server_cpu_seconds, u.server_cpu_cores),
+        u.server_system_cpu_seconds.map_or("?".into(), |s| format!("{s:.2} s")),
         u.server_peak_rss_mib.map_or("?".into(), |m| format!("{m:.1} MiB")),
         secs(u.bench_cpu_seconds, u.bench_cpu_cores),
         u.other_cpu_cores.map_or("?".into(), |c| format!("{c:.2} cores"))

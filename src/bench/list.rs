@@ -187,7 +187,7 @@ pub async fn run(args: ListArgs) -> anyhow::Result<()> {
     for kind in [ListKind::Cache, ListKind::Consistent, ListKind::Paged { limit: args.page_size }] {
         let mut runs = Vec::new();
         for _ in 0..args.repeat.max(1) {
-            runs.push(timed_list(&mut connection, kind).await?);
+            runs.push(timed_list(&mut connection, kind).await.map_err(|e| server.annotate(e))?);
         }
         let seconds: Vec<f64> = runs.iter().map(|r| r.seconds).collect();
         let mean = seconds.iter().sum::<f64>() / seconds.len() as f64;

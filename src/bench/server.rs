@@ -149,6 +149,19 @@ impl ServerUnderTest {
         }
     }
 
+    /// Adds "the server exited" (and where its log is) to an error, when the started child is
+    /// gone: a run that fails because the server died says so.
+    pub fn annotate(&self, error: anyhow::Error) -> anyhow::Error {
+        match &self.child {
+            Some(child) if child_exited(child).is_some() => error.context(format!(
+                "`listwatch serve` (pid {}) exited during the run; last lines of its log:\n{}",
+                child.id(),
+                self.log_tail()
+            )),
+            _ => error,
+        }
+    }
+
     /// The server's CPU time and memory now, when its pid is known.
     pub fn usage(&self) -> Option<ProcessUsage> {
         ProcessUsage::of(self.pid?)
@@ -234,6 +247,8 @@ pub fn raise_open_files_limit() {
 pub struct ProcessUsage {
     /// utime + stime, in seconds.
     pub cpu_seconds: f64,
+    /// stime alone (the kernel's share: syscalls, TCP), in seconds.
+    pub system_seconds: f64,
     /// `VmHWM`: peak resident set since start (or since the last reset), in bytes.
     pub peak_rss_bytes: u64,
     /// `VmRSS`: resident set now, in bytes.
@@ -255,7 +270,7 @@ impl ProcessUsage {
         // (field 14) and stime (field 15) are the 12th and 13th here.
         let (_, rest) = stat.rsplit_once(')')?;
         let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        let (user, system) = (fields.get(11)?.parse::<u64>().ok()?, fields.get(12)?.parse::<u64>().ok()?);
         // SAFETY: sysconf has no preconditions.
         let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
         let status = std::fs::read_to_string(format!("{dir}/status")).ok()?;
@@ -267,7 +282,8 @@ impl ProcessUsage {
                 .unwrap_or(0)
         };
         Some(ProcessUsage {
-            cpu_seconds: ticks as f64 / per_second,
+            cpu_seconds: (user + system) as f64 / per_second,
+            system_seconds: system as f64 / per_second,
             peak_rss_bytes: kib("VmHWM:") * 1024,
             rss_bytes: kib("VmRSS:") * 1024,
         })
@@ -286,6 +302,11 @@ pub fn machine_busy_seconds() -> Option<f64> {
     // SAFETY: sysconf has no preconditions.
     let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     Some(busy as f64 / per_second)
+}
+
+/// Kernel CPU seconds between two readings.
+pub fn system_between(before: Option<ProcessUsage>, after: Option<ProcessUsage>) -> Option<f64> {
+    Some(after?.system_seconds - before?.system_seconds)
 }
 
 /// CPU seconds between two readings (`None` when either is missing).

@@ -27,7 +27,7 @@ pub enum Transport {
     Http1,
     /// HTTP/2 streams (not implemented yet).
     Http2,
-    /// WebSocket, as `kubectl get -w` over a proxy uses it (not implemented yet).
+    /// WebSocket, one event per message (not implemented yet).
     Websocket,
 }
 
@@ -51,13 +51,18 @@ impl WireEncoding {
     }
 }
 
+/// A flag value as the command line spells it.
+fn flag_name(value: &impl ValueEnum) -> String {
+    value.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()
+}
+
 /// Refuses the transports and encodings the bench cannot speak yet.
 pub fn check_supported(transport: Transport, encoding: WireEncoding) -> anyhow::Result<()> {
     if transport != Transport::Http1 {
-        anyhow::bail!("--transport {transport:?}: not implemented yet (only http1 is)");
+        anyhow::bail!("--transport {}: not implemented yet (only http1 is)", flag_name(&transport));
     }
     if encoding != WireEncoding::Json {
-        anyhow::bail!("--encoding {encoding:?}: not implemented yet (only json is)");
+        anyhow::bail!("--encoding {}: not implemented yet (only json is)", flag_name(&encoding));
     }
     Ok(())
 }
@@ -98,7 +103,7 @@ impl WatchStream {
                 Ok(Opened::Streaming(WatchStream::Http1 { body: response.into_body(), _connection: connection }))
             }
             Transport::Http2 | Transport::Websocket => {
-                anyhow::bail!("--transport {transport:?}: not implemented yet")
+                anyhow::bail!("--transport {}: not implemented yet", flag_name(&transport))
             }
         }
     }
