@@ -23,16 +23,16 @@ pub struct Chunk {
 }
 
 impl Chunk {
-    pub fn new(pieces: impl IntoIterator<Item = Bytes>) -> Chunk {
-        let pieces: VecDeque<Bytes> = pieces.into_iter().filter(|b| !b.is_empty()).collect();
+    /// The pieces, written in order (the vector's allocation is reused, not copied).
+    pub fn new(pieces: Vec<Bytes>) -> Chunk {
         let remaining = pieces.iter().map(Bytes::len).sum();
-        Chunk { pieces, remaining }
+        Chunk { pieces: VecDeque::from(pieces), remaining }
     }
 }
 
 impl From<Bytes> for Chunk {
     fn from(b: Bytes) -> Chunk {
-        Chunk::new([b])
+        Chunk::new(vec![b])
     }
 }
 
@@ -42,7 +42,8 @@ impl Buf for Chunk {
     }
 
     fn chunk(&self) -> &[u8] {
-        self.pieces.front().map_or(&[], |b| b.as_ref())
+        // Empty pieces are skipped by `advance`, so the front is never empty while bytes remain.
+        self.pieces.iter().find(|b| !b.is_empty()).map_or(&[], |b| b.as_ref())
     }
 
     fn advance(&mut self, mut cnt: usize) {
@@ -56,11 +57,14 @@ impl Buf for Chunk {
             cnt -= front.len();
             self.pieces.pop_front();
         }
+        while self.pieces.front().is_some_and(Bytes::is_empty) {
+            self.pieces.pop_front();
+        }
     }
 
     fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
         let mut n = 0;
-        for piece in &self.pieces {
+        for piece in self.pieces.iter().filter(|p| !p.is_empty()) {
             if n == dst.len() {
                 break;
             }
@@ -134,7 +138,7 @@ mod tests {
 
     #[test]
     fn chunk_reads_across_pieces() {
-        let mut c = Chunk::new([Bytes::from_static(b"ab"), Bytes::new(), Bytes::from_static(b"cde")]);
+        let mut c = Chunk::new(vec![Bytes::from_static(b"ab"), Bytes::new(), Bytes::from_static(b"cde")]);
         assert_eq!(c.remaining(), 5);
         c.advance(3);
         assert_eq!(c.chunk(), b"de");

@@ -173,19 +173,13 @@ async fn list_from_storage(
                 .map_err(ApiError::internal)?
                 .encode();
             // kube counts the remaining keys only for unfiltered lists.
+            // kube counts the remaining keys only for unfiltered lists: the page's count (keys
+            // from its start to the end of the range) less those this page went through.
             let remaining = if options.has_selectors() {
                 None
             } else {
-                let counted = store
-                    .storage
-                    .range(
-                        RangeRequest::new(KeyRange::between(next_key(&last), end.clone()))
-                            .at_revision(revision)
-                            .count_only(),
-                    )
-                    .await
-                    .map_err(storage_error)?;
-                Some(counted.count)
+                let consumed = page.kvs.iter().position(|kv| kv.key == last).map_or(page.kvs.len(), |i| i + 1);
+                Some(page.count - consumed as i64)
             };
             return Ok(ListResult { items, resource_version: revision, continue_token: Some(token), remaining });
         }

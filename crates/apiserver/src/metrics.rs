@@ -177,10 +177,26 @@ pub fn watcher_registered(resource: &Resource, delta: i64) {
     METRICS.registered_watchers.with_label_values(&[resource.group, resource.version, resource.kind]).add(delta);
 }
 
-pub fn watch_event_sent(resource: &Resource, bytes: usize) {
-    let labels = [resource.group, resource.version, resource.kind];
-    METRICS.watch_events.with_label_values(&labels).inc();
-    METRICS.watch_event_sizes.with_label_values(&labels).observe(bytes as f64);
+/// The sent-event metrics of one watch, looked up once: the hot path then counts without a
+/// label lookup per event.
+pub struct WatchEventMetrics {
+    events: prometheus::IntCounter,
+    sizes: prometheus::Histogram,
+}
+
+impl WatchEventMetrics {
+    pub fn for_resource(resource: &Resource) -> WatchEventMetrics {
+        let labels = [resource.group, resource.version, resource.kind];
+        WatchEventMetrics {
+            events: METRICS.watch_events.with_label_values(&labels),
+            sizes: METRICS.watch_event_sizes.with_label_values(&labels),
+        }
+    }
+
+    pub fn sent(&self, bytes: usize) {
+        self.events.inc();
+        self.sizes.observe(bytes as f64);
+    }
 }
 
 /// A consistent LIST tried from the cache: served by it (`success`), or by storage after it.

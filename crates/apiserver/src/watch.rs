@@ -9,6 +9,8 @@
 //! objects' bytes shared with every other watcher. At the deadline (`timeoutSeconds`, or a
 //! random time in [min-request-timeout, 2×)) the body simply ends.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -217,33 +219,50 @@ impl Drop for Registered {
     }
 }
 
+/// The state of a watch's body between batches: kept for the watch's life, so a batch costs
+/// no allocation beyond its pieces and no timer re-arming.
+struct StreamState {
+    watch: PreparedWatch,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
+    events: Vec<WatchEvent>,
+    metrics: metrics::WatchEventMetrics,
+    _registered: Registered,
+    ended: bool,
+}
+
 /// The batches of a watch, encoded for the wire (JSON lines or protobuf frames), until the
 /// source ends, the deadline passes, or the server shuts down.
 pub fn event_stream(state: &ApiState, watch: PreparedWatch) -> impl futures::Stream<Item = Chunk> + Send + 'static {
-    let shutdown = state.shutdown.clone();
-    let registered = Registered::new(watch.resource);
-    futures::stream::unfold(
-        (watch, shutdown, registered, false),
-        move |(mut watch, mut shutdown, registered, ended)| async move {
-            if ended {
-                return None;
-            }
-            let mut events = Vec::new();
-            tokio::select! {
-                more = watch.source.next_batch(&mut events) => if !more { return None },
-                _ = tokio::time::sleep_until(watch.deadline.into()) => return None,
-                _ = shutdown.wait_for(|down| *down) => return None,
-            }
-            let mut pieces = Vec::with_capacity(events.len() * 3);
-            let mut ended = false;
-            for event in &events {
-                let before = pieces.len();
-                watch.encoder.event(event, &mut pieces);
-                let size: usize = pieces[before..].iter().map(Bytes::len).sum();
-                metrics::watch_event_sent(watch.resource, size);
-                ended |= matches!(event, WatchEvent::Error(_));
-            }
-            Some((Chunk::new(pieces), (watch, shutdown, registered, ended)))
-        },
-    )
+    let mut shutdown = state.shutdown.clone();
+    let stream_state = StreamState {
+        deadline: Box::pin(tokio::time::sleep_until(watch.deadline.into())),
+        shutdown: Box::pin(async move {
+            let _ = shutdown.wait_for(|down| *down).await;
+        }),
+        events: Vec::with_capacity(MAX_EVENTS_PER_WRITE),
+        metrics: metrics::WatchEventMetrics::for_resource(watch.resource),
+        _registered: Registered::new(watch.resource),
+        watch,
+        ended: false,
+    };
+    futures::stream::unfold(stream_state, |mut s| async move {
+        if s.ended {
+            return None;
+        }
+        s.events.clear();
+        tokio::select! {
+            more = s.watch.source.next_batch(&mut s.events) => if !more { return None },
+            _ = &mut s.deadline => return None,
+            _ = &mut s.shutdown => return None,
+        }
+        let mut pieces = Vec::with_capacity(s.events.len() * 3);
+        for event in &s.events {
+            let before = pieces.len();
+            s.watch.encoder.event(event, &mut pieces);
+            s.metrics.sent(pieces[before..].iter().map(Bytes::len).sum());
+            s.ended |= matches!(event, WatchEvent::Error(_));
+        }
+        Some((Chunk::new(pieces), s))
+    })
 }

@@ -126,6 +126,7 @@ where
 {
     let (mut sink, mut incoming) = socket.split();
     let _registered = crate::watch::Registered::new(watch.resource);
+    let metrics = crate::metrics::WatchEventMetrics::for_resource(watch.resource);
     let wire = watch.media.wire;
     let mut events = Vec::new();
     let mut pieces = Vec::new();
@@ -145,7 +146,7 @@ where
             pieces.clear();
             watch.encoder.event(event, &mut pieces);
             let size: usize = pieces.iter().map(bytes::Bytes::len).sum();
-            crate::metrics::watch_event_sent(watch.resource, size);
+            metrics.sent(size);
             let message = match wire {
                 Wire::Json => {
                     match tokio_tungstenite::tungstenite::Utf8Bytes::try_from(listwatch_encoding::join(&pieces)) {

@@ -29,6 +29,8 @@ pub(crate) mod slot {
     pub const METADATA_V1BETA1: usize = 2;
     /// Table rows: 3 + version (0: v1, 1: v1beta1) * 3 + include (None, Metadata, Object).
     pub const TABLE_ROW_BASE: usize = 3;
+    /// Whole JSON watch lines `{"type":"ADDED","object":...}\n`: 9 + ADDED, MODIFIED, DELETED.
+    pub const JSON_LINE_BASE: usize = 9;
 }
 
 /// Encodes objects and lists for one request.
@@ -202,9 +204,31 @@ impl EventEncoder {
         }
     }
 
-    /// Appends the JSON line of `event` (`{"type":..,"object":..}\n`) to `out` as pieces; the
-    /// object's bytes are shared, only the envelope is new.
+    /// Appends the JSON line of `event` (`{"type":..,"object":..}\n`) to `out`. For the plain
+    /// representation the whole line is memoized on the object, so every watcher that gets
+    /// the same event type for the same object version shares one buffer: a delivery is one
+    /// piece and a reference count. Other representations share the object's bytes and build
+    /// only the envelope.
     pub fn json_event(&mut self, event: &WatchEvent, out: &mut Vec<Bytes>) {
+        if self.encoder.media.output == Output::Object {
+            let line = match event {
+                WatchEvent::Added(o) => Some((o, 0, &b"{\"type\":\"ADDED\",\"object\":"[..])),
+                WatchEvent::Modified(o) => Some((o, 1, &b"{\"type\":\"MODIFIED\",\"object\":"[..])),
+                WatchEvent::Deleted(o) => Some((o, 2, &b"{\"type\":\"DELETED\",\"object\":"[..])),
+                _ => None,
+            };
+            if let Some((object, index, prefix)) = line {
+                out.push(object.encoded(slot::JSON_LINE_BASE + index, |o| {
+                    let json = o.json();
+                    let mut line = BytesMut::with_capacity(prefix.len() + json.len() + 2);
+                    line.extend_from_slice(prefix);
+                    line.extend_from_slice(json);
+                    line.extend_from_slice(b"}\n");
+                    line.freeze()
+                }));
+                return;
+            }
+        }
         let (prefix, object): (&'static [u8], Bytes) = match event {
             WatchEvent::Added(o) => (b"{\"type\":\"ADDED\",\"object\":", self.event_object(o)),
             WatchEvent::Modified(o) => (b"{\"type\":\"MODIFIED\",\"object\":", self.event_object(o)),
