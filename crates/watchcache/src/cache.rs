@@ -317,6 +317,7 @@ impl WatchCache {
         // Snapshot and registration under the state lock, so every event after the snapshot
         // reaches the queue (the watcher drops queued events at or below its start).
         let state = inner.state.read();
+        let state_rv = state.resource_version;
         let (start_rv, initial) = match &options.start {
             WatchStart::Exact(rv) => {
                 let oldest = inner.oldest_resource_version(&state);
@@ -353,7 +354,10 @@ impl WatchCache {
             id
         };
         drop(state);
-        Ok(CacheWatcher::new(inner.clone(), id, options, start_rv, initial, rx))
+        // Queued events up to here are in the snapshot (or, for a start in the future, not
+        // wanted): the watcher drops them.
+        let snapshot_rv = start_rv.max(state_rv);
+        Ok(CacheWatcher::new(inner.clone(), id, options, start_rv, snapshot_rv, initial, rx))
     }
 
     /// Ends every client watch of this resource (debug API; clients re-watch).
@@ -735,5 +739,60 @@ async fn follow(cache: &Arc<Inner>, mut storage_watch: listwatch_storage::Watch)
             _ = cache.progress_wanted.notified() => requester.request(),
             _ = cache.reset.notified() => return "reset through the debug API",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use listwatch_storage::memory::MemoryStore;
+    use listwatch_storage::{Event, KeyValue};
+
+    fn put(name: &str, revision: i64) -> Arc<Event> {
+        let value = format!(r#"{{"metadata":{{"name":"{name}","namespace":"ns"}}}}"#);
+        Arc::new(Event {
+            kind: EventKind::Put,
+            kv: KeyValue {
+                key: Bytes::from(format!("/registry/configmaps/ns/{name}")),
+                value: Bytes::from(value),
+                create_revision: revision,
+                mod_revision: revision,
+                version: 1,
+            },
+            prev: None,
+        })
+    }
+
+    /// A watcher that registers after a batch was applied but before it was dispatched gets
+    /// each event once: from its snapshot, not again from its queue.
+    #[tokio::test]
+    async fn registering_between_apply_and_dispatch_repeats_nothing() {
+        let resource = listwatch_meta::Registry.find("", "v1", "configmaps").unwrap();
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStore::ephemeral());
+        let cache = WatchCache::start(resource, "/registry/configmaps/".into(), storage, WatchCacheConfig::default());
+        assert!(cache.wait_ready(Duration::from_secs(5)).await);
+        let start = cache.resource_version();
+        let applied = cache.inner.apply(&[put("a", start + 1), put("b", start + 2)]);
+        let options = WatcherOptions {
+            start: WatchStart::Exact(start),
+            namespace: None,
+            predicate: None,
+            bookmarks: false,
+            initial_events_end_bookmark: false,
+            deadline: Instant::now() + Duration::from_secs(60),
+        };
+        let mut watcher = cache.watch(options).await.unwrap();
+        for event in &applied {
+            cache.inner.dispatch(event).await;
+        }
+        let mut seen = Vec::new();
+        while seen.len() < 2 {
+            tokio::time::timeout(Duration::from_secs(5), watcher.next_batch(&mut seen, 10)).await.unwrap();
+        }
+        // Nothing more is queued for it.
+        let mut more = Vec::new();
+        assert!(tokio::time::timeout(Duration::from_millis(100), watcher.next_batch(&mut more, 10)).await.is_err());
+        let revisions: Vec<i64> = seen.iter().filter_map(|e| e.resource_version()).collect();
+        assert_eq!(revisions, [start + 1, start + 2]);
     }
 }

@@ -67,6 +67,9 @@ pub struct CacheWatcher {
     predicate: Option<Predicate>,
     bookmarks: bool,
     start_rv: i64,
+    /// Queued events at or below this are already in the initial events (or before the
+    /// start): the later of the start and the cache's revision when the watcher registered.
+    snapshot_rv: i64,
     initial_events: VecDeque<Arc<CacheEvent>>,
     initial_objects: VecDeque<Arc<Object>>,
     end_bookmark: Option<i64>,
@@ -81,6 +84,7 @@ impl CacheWatcher {
         id: u64,
         options: WatcherOptions,
         start_rv: i64,
+        snapshot_rv: i64,
         initial: Initial,
         rx: mpsc::Receiver<Queued>,
     ) -> CacheWatcher {
@@ -95,6 +99,7 @@ impl CacheWatcher {
             predicate: options.predicate,
             bookmarks: options.bookmarks,
             start_rv,
+            snapshot_rv,
             initial_events,
             initial_objects,
             end_bookmark: options.initial_events_end_bookmark.then_some(start_rv),
@@ -165,7 +170,7 @@ impl CacheWatcher {
     fn convert(&mut self, queued: Queued, out: &mut Vec<WatchEvent>) {
         match queued {
             Queued::Event(event) => {
-                if event.resource_version <= self.start_rv {
+                if event.resource_version <= self.snapshot_rv {
                     return;
                 }
                 self.last_rv = self.last_rv.max(event.resource_version);
