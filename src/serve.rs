@@ -73,6 +73,9 @@ pub struct ServeArgs {
     /// the kubeconfig); the kubeconfig trusts that CA.
     #[arg(long)]
     tls_generate: bool,
+    /// Streams a client may open on one HTTP/2 connection.
+    #[arg(long, default_value_t = 1000)]
+    http2_max_streams_per_connection: u32,
     /// Progress notification period of the embedded store (etcd's is set on etcd).
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     progress_notify_interval: Duration,
@@ -106,6 +109,7 @@ fn server_config(args: &ServeArgs, advertise: String) -> anyhow::Result<ServerCo
         enable_debug_api: args.enable_debug_api,
         compaction_interval: args.compaction_interval,
         advertise_address: advertise,
+        http2_max_streams_per_connection: args.http2_max_streams_per_connection,
         ..Default::default()
     };
     config.cache.window = args.watch_cache_window;

@@ -43,7 +43,7 @@ use super::rv_log::WriteLog;
 use super::server::{
     ProcessUsage, ServerUnderTest, cpu_between, machine_busy_seconds, other_cpu_seconds, system_between,
 };
-use super::transport::{Opened, Transport, WatchStream, WireEncoding, check_supported};
+use super::transport::{Connector, Opened, Transport, WireEncoding};
 
 #[derive(Args, Debug)]
 pub struct FanoutArgs {
@@ -68,6 +68,9 @@ pub struct FanoutArgs {
     /// Transport of the watch streams.
     #[arg(long, value_enum, default_value = "http1")]
     transport: Transport,
+    /// With `--transport http2`: watches per connection.
+    #[arg(long, default_value_t = 100)]
+    streams_per_connection: usize,
     /// Connections that write (one request in flight on each).
     #[arg(long, default_value_t = 8)]
     write_connections: usize,
@@ -123,8 +126,7 @@ struct WatcherCounters {
 
 /// What every watcher shares.
 struct WatchPlan {
-    addr: SocketAddr,
-    transport: Transport,
+    connector: Connector,
     encoding: WireEncoding,
     full_decode: bool,
     collection: String,
@@ -177,7 +179,7 @@ async fn watcher(
         let path = format!("{}?watch=1&resourceVersion={last_rv}", plan.collection);
         let opened = {
             let _permit = plan.connecting.acquire().await;
-            WatchStream::open(plan.transport, plan.encoding, plan.addr, &path).await
+            plan.connector.open(&path).await
         };
         let mut stream = match opened {
             Ok(Opened::Streaming(stream)) => stream,
@@ -454,7 +456,6 @@ fn sum(counters: &[Arc<WatcherCounters>], field: impl Fn(&WatcherCounters) -> &A
 }
 
 pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
-    check_supported(args.transport, args.encoding)?;
     let server = ServerUnderTest::start(&args.server).await?;
     let tag = objects::run_tag();
     let kind = BenchKind::ConfigMap;
@@ -474,8 +475,7 @@ pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
 
     // Watchers.
     let plan = Arc::new(WatchPlan {
-        addr: server.addr,
-        transport: args.transport,
+        connector: Connector::new(args.transport, args.encoding, server.addr, args.streams_per_connection),
         encoding: args.encoding,
         full_decode: args.decode,
         collection: collection.clone(),

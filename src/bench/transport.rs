@@ -1,20 +1,20 @@
 //! How a watch's bytes reach the client: the transport (`--transport`) and the wire encoding
 //! asked for (`--encoding`).
 //!
-//! A [`WatchStream`] opens one watch on its own connection and hands out the bytes as they
-//! arrive, in whatever pieces the transport delivers them (HTTP/1.1 chunks here); cutting them
-//! into events is [`super::decode`]'s job. Adding a transport means adding a [`Transport`]
-//! variant, a `WatchStream` variant and its `open`/`next_bytes` arms; adding an encoding means
-//! an `Accept` header here and a decoder there. Only HTTP/1.1 and JSON exist so far; the other
-//! values are accepted by the CLI and refused with "not implemented yet".
+//! A [`Connector`] opens watches and a [`WatchStream`] hands out a watch's bytes as they
+//! arrive, in whatever pieces the transport delivers them (HTTP chunks or data frames, or
+//! WebSocket messages); cutting them into events is [`super::decode`]'s job. Adding a
+//! transport means a [`Transport`] variant, a `WatchStream` variant and their arms; adding an
+//! encoding means an `Accept` header here and a decoder there.
 
 use std::net::SocketAddr;
 
 use bytes::Bytes;
 use clap::ValueEnum;
-use http::{Method, StatusCode};
-use http_body_util::BodyExt;
+use http::{HeaderValue, Method, StatusCode};
+use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
 use serde::Serialize;
 
 use super::http::HttpConnection;
@@ -25,9 +25,9 @@ use super::http::HttpConnection;
 pub enum Transport {
     /// Chunked HTTP/1.1, one connection per watch.
     Http1,
-    /// HTTP/2 streams (not implemented yet).
+    /// HTTP/2 with prior knowledge: watches are streams sharing connections.
     Http2,
-    /// WebSocket, one event per message (not implemented yet).
+    /// WebSocket, one event per message, one connection per watch.
     Websocket,
 }
 
@@ -37,7 +37,7 @@ pub enum Transport {
 pub enum WireEncoding {
     /// Newline-delimited JSON watch events.
     Json,
-    /// Length-prefixed protobuf frames (not implemented yet).
+    /// Length-prefixed protobuf frames.
     Protobuf,
 }
 
@@ -51,29 +51,29 @@ impl WireEncoding {
     }
 }
 
-/// A flag value as the command line spells it.
-fn flag_name(value: &impl ValueEnum) -> String {
-    value.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()
-}
-
-/// Refuses the transports and encodings the bench cannot speak yet.
-pub fn check_supported(transport: Transport, encoding: WireEncoding) -> anyhow::Result<()> {
-    if transport != Transport::Http1 {
-        anyhow::bail!("--transport {}: not implemented yet (only http1 is)", flag_name(&transport));
-    }
-    if encoding != WireEncoding::Json {
-        anyhow::bail!("--encoding {}: not implemented yet (only json is)", flag_name(&encoding));
-    }
-    Ok(())
+/// Opens watches over one transport, sharing what the transport shares: HTTP/2 watches are
+/// streams on a few connections (`streams_per_connection` each, as client-go multiplexes its
+/// watches), the others get a connection each.
+pub struct Connector {
+    transport: Transport,
+    encoding: WireEncoding,
+    addr: SocketAddr,
+    streams_per_connection: usize,
+    /// HTTP/2 connections and how many watches each carries.
+    http2: tokio::sync::Mutex<Vec<(hyper::client::conn::http2::SendRequest<Empty<Bytes>>, usize)>>,
 }
 
 /// An open watch.
 pub enum WatchStream {
-    Http1 {
+    /// HTTP/1.1 or HTTP/2: the response body.
+    Http {
         body: Incoming,
-        /// Keeps the connection's request side alive while the body streams.
-        _connection: HttpConnection,
+        /// Keeps an HTTP/1.1 connection's request side alive while the body streams.
+        _connection: Option<HttpConnection>,
     },
+    /// One event per message; protobuf messages get their length prefix back so the same
+    /// decoder reads both transports.
+    WebSocket { socket: Box<tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>>, encoding: WireEncoding },
 }
 
 /// The outcome of opening a watch.
@@ -83,35 +83,100 @@ pub enum Opened {
     Refused(StatusCode, Bytes),
 }
 
-impl WatchStream {
-    /// Opens a watch of `path` (with its query) on a new connection.
-    pub async fn open(
+impl Connector {
+    pub fn new(
         transport: Transport,
         encoding: WireEncoding,
         addr: SocketAddr,
-        path: &str,
-    ) -> anyhow::Result<Opened> {
-        match transport {
+        streams_per_connection: usize,
+    ) -> Connector {
+        Connector {
+            transport,
+            encoding,
+            addr,
+            streams_per_connection: streams_per_connection.max(1),
+            http2: tokio::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Opens a watch of `path` (with its query).
+    pub async fn open(&self, path: &str) -> anyhow::Result<Opened> {
+        match self.transport {
             Transport::Http1 => {
-                let mut connection = HttpConnection::connect(addr).await?;
-                let response = connection.send(Method::GET, path, encoding.accept(), None).await?;
-                if response.status() != StatusCode::OK {
-                    let status = response.status();
-                    let body = response.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                    return Ok(Opened::Refused(status, body));
-                }
-                Ok(Opened::Streaming(WatchStream::Http1 { body: response.into_body(), _connection: connection }))
+                let mut connection = HttpConnection::connect(self.addr).await?;
+                let response = connection.send(Method::GET, path, self.encoding.accept(), None).await?;
+                Ok(opened(response, Some(connection)).await)
             }
-            Transport::Http2 | Transport::Websocket => {
-                anyhow::bail!("--transport {}: not implemented yet", flag_name(&transport))
+            Transport::Http2 => {
+                let mut sender = self.http2_sender().await?;
+                let request = http::Request::get(format!("http://{}{path}", self.addr))
+                    .header(http::header::ACCEPT, self.encoding.accept())
+                    .body(Empty::<Bytes>::new())?;
+                sender.ready().await?;
+                let response = sender.send_request(request).await?;
+                Ok(opened(response, None).await)
+            }
+            Transport::Websocket => {
+                use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+                let mut request = format!("ws://{}{path}", self.addr).into_client_request()?;
+                request.headers_mut().insert("Origin", HeaderValue::from_static("http://listwatch-bench"));
+                request.headers_mut().insert(http::header::ACCEPT, HeaderValue::from_static(self.encoding.accept()));
+                let stream = tokio::net::TcpStream::connect(self.addr).await?;
+                stream.set_nodelay(true)?;
+                match tokio_tungstenite::client_async(request, stream).await {
+                    Ok((socket, _)) => Ok(Opened::Streaming(WatchStream::WebSocket {
+                        socket: Box::new(socket),
+                        encoding: self.encoding,
+                    })),
+                    Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+                        let status = response.status();
+                        Ok(Opened::Refused(status, Bytes::from(response.into_body().unwrap_or_default())))
+                    }
+                    Err(e) => Err(e.into()),
+                }
             }
         }
     }
 
+    /// A connection with room for one more stream (a new one when all are full).
+    async fn http2_sender(&self) -> anyhow::Result<hyper::client::conn::http2::SendRequest<Empty<Bytes>>> {
+        let mut pool = self.http2.lock().await;
+        if let Some((sender, streams)) = pool.last_mut()
+            && *streams < self.streams_per_connection
+            && !sender.is_closed()
+        {
+            *streams += 1;
+            return Ok(sender.clone());
+        }
+        let stream = tokio::net::TcpStream::connect(self.addr).await?;
+        stream.set_nodelay(true)?;
+        let (sender, connection) = hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .initial_stream_window_size(1 << 20)
+            .initial_connection_window_size(16 << 20)
+            .handshake(TokioIo::new(stream))
+            .await?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        pool.push((sender.clone(), 1));
+        Ok(sender)
+    }
+}
+
+async fn opened(response: http::Response<Incoming>, connection: Option<HttpConnection>) -> Opened {
+    if response.status() != StatusCode::OK {
+        let status = response.status();
+        let body = response.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        return Opened::Refused(status, body);
+    }
+    Opened::Streaming(WatchStream::Http { body: response.into_body(), _connection: connection })
+}
+
+impl WatchStream {
     /// The next bytes of the stream; `None` once the server has ended it.
     pub async fn next_bytes(&mut self) -> Option<anyhow::Result<Bytes>> {
         match self {
-            WatchStream::Http1 { body, .. } => loop {
+            WatchStream::Http { body, .. } => loop {
                 match body.frame().await? {
                     Ok(frame) => {
                         if let Ok(data) = frame.into_data() {
@@ -122,6 +187,27 @@ impl WatchStream {
                     Err(e) => return Some(Err(e.into())),
                 }
             },
+            WatchStream::WebSocket { socket, encoding } => {
+                use futures::StreamExt;
+                use tokio_tungstenite::tungstenite::Message;
+                loop {
+                    match socket.next().await? {
+                        Ok(Message::Text(text)) => return Some(Ok(Bytes::from(text))),
+                        Ok(Message::Binary(bytes)) => {
+                            if *encoding == WireEncoding::Protobuf {
+                                let mut framed = Vec::with_capacity(4 + bytes.len());
+                                framed.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+                                framed.extend_from_slice(&bytes);
+                                return Some(Ok(Bytes::from(framed)));
+                            }
+                            return Some(Ok(bytes));
+                        }
+                        Ok(Message::Close(_)) => return None,
+                        Ok(_) => continue,
+                        Err(e) => return Some(Err(e.into())),
+                    }
+                }
+            }
         }
     }
 }

@@ -43,6 +43,9 @@ pub struct ServerConfig {
     pub advertise_address: String,
     /// Kubelet stand-in: how long after its grace period a pod on a node is removed.
     pub pod_termination_delay: Duration,
+    /// Streams a client may open on one HTTP/2 connection (kube-apiserver's
+    /// `--http2-max-streams-per-connection`, 1000 by default).
+    pub http2_max_streams_per_connection: u32,
 }
 
 impl Default for ServerConfig {
@@ -57,6 +60,7 @@ impl Default for ServerConfig {
             compaction_interval: Duration::from_secs(300),
             advertise_address: "127.0.0.1:8080".into(),
             pod_termination_delay: Duration::ZERO,
+            http2_max_streams_per_connection: 1000,
         }
     }
 }
@@ -488,7 +492,8 @@ pub async fn serve(
 ) {
     use hyper_util::rt::{TokioExecutor, TokioIo};
     use hyper_util::server::conn::auto::Builder;
-    let builder = Builder::new(TokioExecutor::new());
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder.http2().max_concurrent_streams(state.config.http2_max_streams_per_connection);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {

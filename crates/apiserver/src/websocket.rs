@@ -135,9 +135,14 @@ where
         tokio::select! {
             more = watch.source.next_batch(&mut events) => if !more { break },
             _ = tokio::time::sleep_until(watch.deadline.into()) => break,
-            // Anything from the client is ignored, but its close ends the watch now.
+            // Anything from the client is ignored, but its close ends the watch now, after the
+            // Close reply (RFC 6455 §5.5.1) that tungstenite queued is sent.
             message = incoming.next() => match message {
-                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
+                Some(Ok(Message::Close(_))) => {
+                    let _ = sink.flush().await;
+                    return;
+                }
+                None | Some(Err(_)) => return,
                 Some(Ok(_)) => continue,
             },
         }

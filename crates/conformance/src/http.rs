@@ -54,8 +54,17 @@ impl ApiResponse {
                 text.push_str(&format!("{name}: {}\n", String::from_utf8_lossy(value.as_bytes())));
             }
         }
-        text.push_str(&truncate(&self.body));
+        if self.content_type().starts_with("application/vnd.kubernetes.protobuf") {
+            text.push_str(&crate::proto::hex(&self.body));
+        } else {
+            text.push_str(&truncate(&self.body));
+        }
         text
+    }
+
+    /// The `Content-Type` header ("" when absent).
+    pub fn content_type(&self) -> &str {
+        self.headers.get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default()
     }
 }
 
@@ -69,29 +78,46 @@ pub fn truncate(bytes: &[u8]) -> String {
 }
 
 impl Target {
-    /// A request with the target's credentials.
-    pub(crate) fn request(&self, method: Method, path_and_query: &str) -> reqwest::RequestBuilder {
-        let mut request =
-            self.client.request(method, self.url(path_and_query)).header(reqwest::header::ACCEPT, "application/json");
+    /// A request with the target's credentials and this `Accept` header.
+    pub(crate) fn request_accepting(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        accept: &str,
+    ) -> reqwest::RequestBuilder {
+        let mut request = self.client.request(method, self.url(path_and_query)).header(reqwest::header::ACCEPT, accept);
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
         request
     }
 
-    /// Sends a request and reads the whole answer; a 429 is retried (after `Retry-After`) for
-    /// a while, as every client does.
+    /// Sends a request with a JSON body (if any), accepting JSON, and reads the whole answer;
+    /// a 429 is retried (after `Retry-After`) for a while, as every client does.
     pub(crate) async fn send(
         &self,
         method: Method,
         path_and_query: &str,
         body: Option<&Value>,
     ) -> Result<ApiResponse, CheckFailure> {
+        let body = body.map(|b| ("application/json", Bytes::from(serde_json::to_vec(b).unwrap_or_default())));
+        self.send_as(method, path_and_query, "application/json", body).await
+    }
+
+    /// [`Target::send`] with this `Accept` header and a body of any content type (given as
+    /// `(content type, bytes)`).
+    pub(crate) async fn send_as(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        accept: &str,
+        body: Option<(&str, Bytes)>,
+    ) -> Result<ApiResponse, CheckFailure> {
         let started = Instant::now();
         loop {
-            let mut request = self.request(method.clone(), path_and_query);
-            if let Some(body) = body {
-                request = request.json(body);
+            let mut request = self.request_accepting(method.clone(), path_and_query, accept);
+            if let Some((content_type, bytes)) = &body {
+                request = request.header(reqwest::header::CONTENT_TYPE, *content_type).body(bytes.clone());
             }
             let response = tokio::time::timeout(REQUEST_TIMEOUT, async {
                 let response = request.send().await?;
@@ -127,6 +153,11 @@ impl Target {
 
     pub(crate) async fn get(&self, path_and_query: &str) -> Result<ApiResponse, CheckFailure> {
         self.send(Method::GET, path_and_query, None).await
+    }
+
+    /// A GET with this `Accept` header.
+    pub(crate) async fn get_as(&self, path_and_query: &str, accept: &str) -> Result<ApiResponse, CheckFailure> {
+        self.send_as(Method::GET, path_and_query, accept, None).await
     }
 }
 

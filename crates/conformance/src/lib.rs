@@ -2,15 +2,20 @@
 //! or a real kube-apiserver.
 //!
 //! The checks turn the assertions of the protocol specification
-//! (`shared/spec/apiserver-protocol.md`, §1–§7 and the checklist in §11) into requests against a
-//! live server and compare what comes back, exactly where the spec pins the bytes down (headers,
-//! Status messages, event shapes). Each check is named by what it asserts and carries the spec
+//! (`shared/spec/apiserver-protocol.md`, §1–§7, §10 and the checklist in §11) into requests
+//! against a live server and compare what comes back, exactly where the spec pins the bytes down
+//! (headers, Status messages, event shapes). Each check is named by what it asserts and carries the spec
 //! section it comes from.
 //!
 //! * [`Target`] says where the server is (a URL or a kubeconfig), how to authenticate, which
 //!   namespace the run may create and delete, and whether listwatch's debug API is there.
 //! * [`all_checks`] lists the [`Check`]s; [`run`] runs them and returns a [`Report`] of
 //!   [`Outcome`]s: passed, failed (why, with the offending bytes or event), or skipped (why).
+//!
+//! Besides the JSON watch, the checks cover the other ways the same LIST/WATCH reaches
+//! clients: protobuf bodies and frames (decoded with prost-reflect against the upstream
+//! descriptors), WebSocket watches (a real WebSocket client), Tables and metadata-only
+//! output, and many watches multiplexed on one HTTP/2 connection.
 //!
 //! Every check works on ConfigMaps in the run's namespace, with names of its own and a label
 //! (`listwatch-conformance/check=<check name>`) that its watches select on, so checks are
@@ -31,9 +36,11 @@ mod checks;
 mod fixture;
 mod http;
 mod kubeconfig;
+mod proto;
 mod report;
 mod target;
 mod watch;
+mod ws;
 
 use std::time::{Duration, Instant};
 

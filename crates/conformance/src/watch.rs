@@ -65,7 +65,20 @@ pub enum Read {
     TimedOut,
 }
 
-type BodyStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+/// What a length-prefixed (protobuf) read gave.
+#[derive(Debug)]
+pub enum FrameRead {
+    /// One frame's body, without its 4-byte length.
+    Frame(Vec<u8>),
+    /// The body ended cleanly (no partial frame left).
+    Ended,
+    TimedOut,
+}
+
+/// A body read error (reqwest and hyper bodies both feed [`WatchStream`]).
+pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+pub(crate) type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>;
 
 /// An open watch: its response head and the events still to read.
 pub struct WatchStream {
@@ -96,19 +109,28 @@ impl Target {
         &self,
         path_and_query: &str,
     ) -> Result<Result<WatchStream, ApiResponse>, CheckFailure> {
+        self.open_watch_accepting(path_and_query, "application/json").await
+    }
+
+    /// [`Target::open_watch`] with this `Accept` header.
+    pub(crate) async fn open_watch_accepting(
+        &self,
+        path_and_query: &str,
+        accept: &str,
+    ) -> Result<Result<WatchStream, ApiResponse>, CheckFailure> {
         let started = Instant::now();
         loop {
             let sent_at = Instant::now();
-            let response =
-                tokio::time::timeout(HEADERS_TIMEOUT, self.request(reqwest::Method::GET, path_and_query).send())
-                    .await
-                    .map_err(|_| {
-                        CheckFailure::failed(format!(
-                            "GET {path_and_query}: no response head within {} s (a watch must answer at once, before any event)",
-                            HEADERS_TIMEOUT.as_secs()
-                        ))
-                    })?
-                    .map_err(|e| CheckFailure::failed(format!("GET {path_and_query}: {e}")))?;
+            let request = self.request_accepting(reqwest::Method::GET, path_and_query, accept);
+            let response = tokio::time::timeout(HEADERS_TIMEOUT, request.send())
+                .await
+                .map_err(|_| {
+                    CheckFailure::failed(format!(
+                        "GET {path_and_query}: no response head within {} s (a watch must answer at once, before any event)",
+                        HEADERS_TIMEOUT.as_secs()
+                    ))
+                })?
+                .map_err(|e| CheckFailure::failed(format!("GET {path_and_query}: {e}")))?;
             let status = response.status().as_u16();
             let headers = response.headers().clone();
             if status != 200 {
@@ -132,14 +154,23 @@ impl Target {
                 }));
             }
             let version = response.version();
-            let body: BodyStream = Box::pin(response.bytes_stream());
+            let body: BodyStream = Box::pin(response.bytes_stream().map(|r| r.map_err(BodyError::from)));
             return Ok(Ok(WatchStream::new(path_and_query, headers, version, sent_at, body)));
         }
     }
 
     /// Starts a watch that must answer 200.
     pub(crate) async fn watch(&self, path_and_query: &str) -> Result<WatchStream, CheckFailure> {
-        match self.open_watch(path_and_query).await? {
+        self.watch_accepting(path_and_query, "application/json").await
+    }
+
+    /// Starts a watch with this `Accept` header that must answer 200.
+    pub(crate) async fn watch_accepting(
+        &self,
+        path_and_query: &str,
+        accept: &str,
+    ) -> Result<WatchStream, CheckFailure> {
+        match self.open_watch_accepting(path_and_query, accept).await? {
             Ok(stream) => Ok(stream),
             Err(response) => Err(CheckFailure::failed_with(
                 format!("GET {path_and_query}: a watch must answer 200, got {}", response.status),
@@ -151,7 +182,7 @@ impl Target {
 
 impl WatchStream {
     /// A 200 watch response whose body is `body`.
-    fn new(
+    pub(crate) fn new(
         path: &str,
         headers: HeaderMap,
         version: reqwest::Version,
@@ -216,6 +247,53 @@ impl WatchStream {
     /// however many events (e.g. periodic bookmarks) keep arriving.
     pub async fn read_before(&mut self, deadline: Instant) -> Result<Read, CheckFailure> {
         self.read(deadline.saturating_duration_since(Instant::now())).await
+    }
+
+    /// The next length-prefixed frame (a protobuf watch, §2.4: a 4-byte big-endian length,
+    /// then that many bytes), the clean end of the body, or nothing within `within`.
+    pub async fn read_frame(&mut self, within: Duration) -> Result<FrameRead, CheckFailure> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if self.pending.len() >= 4 {
+                let len = u32::from_be_bytes([self.pending[0], self.pending[1], self.pending[2], self.pending[3]]);
+                let len = len as usize;
+                if self.pending.len() >= 4 + len {
+                    let frame: Vec<u8> = self.pending.drain(..4 + len).skip(4).collect();
+                    return Ok(FrameRead::Frame(frame));
+                }
+            }
+            if self.ended {
+                if !self.pending.is_empty() {
+                    return Err(self.binary_failure("the body ended inside a frame"));
+                }
+                return Ok(FrameRead::Ended);
+            }
+            match tokio::time::timeout_at(deadline, self.body.next()).await {
+                Err(_) => return Ok(FrameRead::TimedOut),
+                Ok(None) => self.ended = true,
+                Ok(Some(Ok(chunk))) => {
+                    self.pending.extend_from_slice(&chunk);
+                    self.received.extend_from_slice(&chunk);
+                }
+                Ok(Some(Err(e))) => {
+                    return Err(self.binary_failure(&format!("the watch body broke off (not a clean end): {e}")));
+                }
+            }
+        }
+    }
+
+    /// The next frame; the end of the stream or a timeout fails the check.
+    pub async fn next_frame(&mut self, within: Duration) -> Result<Vec<u8>, CheckFailure> {
+        match self.read_frame(within).await? {
+            FrameRead::Frame(frame) => Ok(frame),
+            FrameRead::Ended => Err(self.binary_failure("the watch ended while a frame was expected")),
+            FrameRead::TimedOut => Err(self.binary_failure(&format!("no frame within {:.1} s", within.as_secs_f64()))),
+        }
+    }
+
+    /// A failure quoting the request and everything received so far, in hex.
+    pub fn binary_failure(&self, why: &str) -> CheckFailure {
+        CheckFailure::failed_with(format!("GET {}: {why}", self.path), crate::proto::hex(&self.received))
     }
 
     /// The next event; the end of the stream or a timeout fails the check.
@@ -300,7 +378,8 @@ mod tests {
 
     /// A watch whose body is these chunks, then a clean end.
     fn stream_of(chunks: &[&'static str]) -> WatchStream {
-        let items: Vec<reqwest::Result<Bytes>> = chunks.iter().map(|c| Ok(Bytes::from_static(c.as_bytes()))).collect();
+        let items: Vec<Result<Bytes, BodyError>> =
+            chunks.iter().map(|c| Ok(Bytes::from_static(c.as_bytes()))).collect();
         WatchStream::new(
             "/w",
             HeaderMap::new(),
@@ -353,6 +432,42 @@ mod tests {
             let mut watch = stream_of(&[bad]);
             assert!(briefs(&mut watch).await.is_err(), "{bad:?} was accepted");
         }
+    }
+
+    #[tokio::test]
+    async fn length_prefixed_frames_split_and_shared_across_chunks() {
+        let mut body = Vec::new();
+        for frame in [&b"abc"[..], b"", b"0123456789"] {
+            body.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+            body.extend_from_slice(frame);
+        }
+        let chunks: Vec<Result<Bytes, BodyError>> = body.chunks(3).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+        let mut watch = WatchStream::new(
+            "/w",
+            HeaderMap::new(),
+            reqwest::Version::HTTP_11,
+            Instant::now(),
+            Box::pin(futures::stream::iter(chunks)),
+        );
+        let mut frames = Vec::new();
+        loop {
+            match watch.read_frame(Duration::from_secs(1)).await.unwrap() {
+                FrameRead::Frame(frame) => frames.push(frame),
+                FrameRead::Ended => break,
+                FrameRead::TimedOut => panic!("a finite stream timed out"),
+            }
+        }
+        assert_eq!(frames, [b"abc".to_vec(), Vec::new(), b"0123456789".to_vec()]);
+        // A body that ends inside a frame fails.
+        let cut: Vec<Result<Bytes, BodyError>> = vec![Ok(Bytes::from_static(&[0, 0, 0, 5, b'a']))];
+        let mut watch = WatchStream::new(
+            "/w",
+            HeaderMap::new(),
+            reqwest::Version::HTTP_11,
+            Instant::now(),
+            Box::pin(futures::stream::iter(cut)),
+        );
+        assert!(watch.read_frame(Duration::from_secs(1)).await.is_err());
     }
 
     #[tokio::test]

@@ -31,6 +31,8 @@ pub(crate) mod slot {
     pub const TABLE_ROW_BASE: usize = 3;
     /// Whole JSON watch lines `{"type":"ADDED","object":...}\n`: 9 + ADDED, MODIFIED, DELETED.
     pub const JSON_LINE_BASE: usize = 9;
+    /// Whole protobuf watch frames (length prefix included): 12 + ADDED, MODIFIED, DELETED.
+    pub const PROTOBUF_FRAME_BASE: usize = 12;
 }
 
 /// Encodes objects and lists for one request.
@@ -299,8 +301,12 @@ pub fn status_protobuf(status: &Status) -> Bytes {
     protobuf::status(status)
 }
 
-/// Joins pieces into one buffer (for transports that need one message per event).
+/// Joins pieces into one buffer (for transports that need one message per event); a single
+/// piece is shared, not copied.
 pub fn join(pieces: &[Bytes]) -> Bytes {
+    if let [one] = pieces {
+        return one.clone();
+    }
     let mut out = BytesMut::with_capacity(pieces.iter().map(Bytes::len).sum());
     for p in pieces {
         out.extend_from_slice(p);

@@ -77,8 +77,24 @@ pub(crate) fn bookmark(resource: &Resource, resource_version: i64, initial_event
     Bytes::from(enveloped(resource, &json!({"metadata": metadata})))
 }
 
-/// Appends one watch frame: `[len][WatchEvent{type, object: {raw}}]`, the object shared.
+/// Appends one watch frame: `[len][WatchEvent{type, object: {raw}}]`. Frames of object
+/// events are memoized per object version and type, so a delivery is one shared buffer.
 pub(crate) fn watch_event(resource: &Resource, event: &WatchEvent, out: &mut Vec<Bytes>) {
+    let memoized = match event {
+        WatchEvent::Added(o) => Some((o, 0, "ADDED")),
+        WatchEvent::Modified(o) => Some((o, 1, "MODIFIED")),
+        WatchEvent::Deleted(o) => Some((o, 2, "DELETED")),
+        _ => None,
+    };
+    if let Some((o, index, event_type)) = memoized {
+        out.push(o.encoded(slot::PROTOBUF_FRAME_BASE + index, |o| {
+            let object = object(resource, o);
+            let mut frame = listwatch_proto::watch_event_prefix(event_type, object.len());
+            frame.extend_from_slice(&object);
+            Bytes::from(frame)
+        }));
+        return;
+    }
     let (event_type, object) = match event {
         WatchEvent::Added(o) => ("ADDED", object(resource, o)),
         WatchEvent::Modified(o) => ("MODIFIED", object(resource, o)),

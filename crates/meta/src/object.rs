@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 use crate::registry::Resource;
 
 /// Number of encodings an object can memoize (the encoding layer assigns the slots).
-pub const MEMO_SLOTS: usize = 12;
+pub const MEMO_SLOTS: usize = 15;
 
 /// `ObjectMeta`'s field order.
 const METADATA_ORDER: &[&str] = &[

@@ -2,9 +2,16 @@
 //! synthetic ADDED per existing object (each with its own resourceVersion, in no particular
 //! order), for a streaming list ended by the `k8s.io/initial-events-end` bookmark, then the
 //! changes.
+//!
+//! The streaming-list options also have edges that client-go's reflector meets: the end
+//! marker only when bookmarks were asked for, a required resourceVersion the server cannot
+//! reach (an ERROR event, 504 with the `ResourceVersionTooLarge` cause, after waiting up to
+//! ~3 s), and `sendInitialEvents=false`, which sends no synthetic events at all. A server
+//! whose storage cannot serve streaming lists (500 "RequestWatchProgress ... disabled"), or
+//! with the WatchList gate off (422), is Skipped by these checks.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -212,6 +219,117 @@ pub async fn streaming_list(target: &Target) -> Result<(), CheckFailure> {
         a = fx.update(&a, &format!("r{round}")).await?;
         let next = watch.next_change(EVENT_TIMEOUT).await?;
         expect_modified(&watch, &format!("{query}: the first change after the bookmark"), &next, &a, bookmark.rv())?;
+    }
+    Ok(())
+}
+
+/// Opens a watch with streaming-list options: Skipped when the server refuses them because
+/// its storage cannot serve them (500) or its WatchList gate is off (422); any other non-200
+/// answer fails the check.
+async fn open_streaming(fx: &Fixture<'_>, query: &str) -> Result<WatchStream, CheckFailure> {
+    let path = fx.watch_query(query);
+    match fx.target.open_watch(&path).await? {
+        Ok(watch) => Ok(watch),
+        Err(response) => {
+            let status = response.json().map(|v| Status::from_json(&v)).unwrap_or_default();
+            if response.status == 500
+                && (status.message.contains("RequestWatchProgress") || status.message.contains("storage feature"))
+            {
+                return Err(CheckFailure::skipped(format!(
+                    "the server cannot serve streaming lists with its storage: {}",
+                    status.message
+                )));
+            }
+            if response.status == 422 && status.message.contains("WatchList") {
+                return Err(CheckFailure::skipped(format!("the server's WatchList gate is off: {}", status.message)));
+            }
+            Err(CheckFailure::failed_with(
+                format!("GET {path}: a watch with streaming-list options must answer 200, got {}", response.status),
+                response.describe(),
+            ))
+        }
+    }
+}
+
+/// §6: `sendInitialEvents=true&resourceVersionMatch=NotOlderThan` without
+/// `allowWatchBookmarks` sends the synthetic ADDEDs but no end marker (no bookmark at all):
+/// the next event after them is the next change.
+pub async fn streaming_list_without_bookmarks(target: &Target) -> Result<(), CheckFailure> {
+    let fx = Fixture::new(target, "watch-streaming-list-no-bookmarks");
+    let a = fx.create("a", "1").await?;
+    let b = fx.create("b", "1").await?;
+    let query = "sendInitialEvents=true&resourceVersionMatch=NotOlderThan";
+    let mut watch = open_streaming(&fx, query).await?;
+    let first = watch.next_event(EVENT_TIMEOUT).await?;
+    if let Some(skip) = streaming_lists_unsupported(&first) {
+        return Err(skip);
+    }
+    let second = watch.next_event(EVENT_TIMEOUT).await?;
+    expect_initial(&watch, query, &[first, second], &[&a, &b])?;
+    let after = fx.until_sentinel(&mut watch, "sentinel", &[]).await?;
+    if !after.is_empty() {
+        return Err(watch.failure(&format!(
+            "{query} (no allowWatchBookmarks): after the initial ADDEDs the next event must be the next change, with no end-marker bookmark; got [{}] first",
+            after.iter().map(WatchEvent::brief).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// §6 / §8.6: a streaming list that requires a resourceVersion far beyond the server's
+/// answers 200, then (after waiting up to ~3 s for it) one ERROR event: Status 504 Timeout,
+/// `Timeout: Too large resource version: <requested>, current: <current>`, the
+/// `ResourceVersionTooLarge` cause; then the stream ends.
+pub async fn streaming_list_future_resource_version(target: &Target) -> Result<(), CheckFailure> {
+    let fx = Fixture::new(target, "watch-streaming-list-future-rv");
+    let far = fx.current_rv().await? + 1_000_000;
+    let query = format!(
+        "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion={far}"
+    );
+    let mut watch = open_streaming(&fx, &query).await?;
+    let event = watch.next_event(Duration::from_secs(10)).await?;
+    if let Some(skip) = streaming_lists_unsupported(&event) {
+        return Err(skip);
+    }
+    let status = Status::from_json(&event.object);
+    let prefix = format!("Timeout: Too large resource version: {far}, current: ");
+    let causes = status.details["causes"].as_array().cloned().unwrap_or_default();
+    let has_cause = causes.iter().any(|c| c["reason"] == "ResourceVersionTooLarge");
+    if event.kind != "ERROR"
+        || status.kind != "Status"
+        || status.code != 504
+        || status.reason != "Timeout"
+        || !status.message.starts_with(&prefix)
+        || !has_cause
+    {
+        return Err(watch.failure(&format!(
+            "{query}: expected one ERROR event with a Status of code 504, reason Timeout, a message starting {prefix:?} and a details.causes entry with reason ResourceVersionTooLarge; got {}",
+            event.brief()
+        )));
+    }
+    watch.expect_end(Duration::from_secs(5)).await
+}
+
+/// §6: `sendInitialEvents=false&resourceVersionMatch=NotOlderThan` (from "most recent" and
+/// from `resourceVersion=0`) sends no synthetic events: the first event is the next change.
+pub async fn send_initial_events_false(target: &Target) -> Result<(), CheckFailure> {
+    let fx = Fixture::new(target, "watch-send-initial-events-false");
+    let mut a = fx.create("a", "1").await?;
+    let b = fx.create("b", "1").await?;
+    let base = "sendInitialEvents=false&resourceVersionMatch=NotOlderThan";
+    for (round, query) in [base.to_string(), format!("{base}&resourceVersion=0")].into_iter().enumerate() {
+        let newest = rv(&a).max(rv(&b));
+        if query.ends_with("resourceVersion=0") {
+            // "Any" starts at the cache's current revision; let it reach this check's writes.
+            fx.wait_for_rv(newest).await?;
+        }
+        let mut watch = open_streaming(&fx, &query).await?;
+        a = fx.update(&a, &format!("r{round}")).await?;
+        let next = watch.next_event(EVENT_TIMEOUT).await?;
+        if let Some(skip) = streaming_lists_unsupported(&next) {
+            return Err(skip);
+        }
+        expect_modified(&watch, &format!("{query}: no synthetic events, so the first event"), &next, &a, newest)?;
     }
     Ok(())
 }

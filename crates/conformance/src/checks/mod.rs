@@ -7,15 +7,24 @@
 //! * [`expiry`] — 410 Expired for too-old watches and expired continue tokens;
 //! * [`options`] — 422 / 400 for option combinations kube refuses;
 //! * [`list`] — pagination;
-//! * [`write`] — optimistic concurrency (409).
+//! * [`write`] — optimistic concurrency (409);
+//! * [`protobuf`] — the protobuf envelope, watch frames and request bodies;
+//! * [`websocket`] — watches upgraded to WebSocket;
+//! * [`representations`] — Tables, metadata-only output, 406 for a watch without a stream
+//!   serializer;
+//! * [`http2`] — many watches multiplexed on one HTTP/2 connection.
 
 mod bookmarks;
 mod events;
 mod expiry;
+mod http2;
 mod initial;
 mod list;
 mod options;
-mod stream;
+pub(crate) mod protobuf;
+mod representations;
+pub(crate) mod stream;
+mod websocket;
 mod write;
 
 use crate::watch::{WatchEvent, WatchStream};
@@ -165,6 +174,132 @@ pub fn all_checks() -> Vec<Check> {
             run: |t| Box::pin(write::stale_update_conflicts(t)),
         },
         Check {
+            name: "watch-streaming-list-no-bookmarks",
+            section: "§6",
+            summary: "sendInitialEvents=true&resourceVersionMatch=NotOlderThan without allowWatchBookmarks: the ADDEDs, then no end-marker bookmark",
+            exclusive: false,
+            run: |t| Box::pin(initial::streaming_list_without_bookmarks(t)),
+        },
+        Check {
+            name: "watch-streaming-list-future-rv",
+            section: "§6",
+            summary: "a streaming list from a resourceVersion far ahead: 200, then one ERROR event (504, ResourceVersionTooLarge), then the end",
+            exclusive: false,
+            run: |t| Box::pin(initial::streaming_list_future_resource_version(t)),
+        },
+        Check {
+            name: "watch-send-initial-events-false",
+            section: "§6",
+            summary: "sendInitialEvents=false&resourceVersionMatch=NotOlderThan (RV unset or 0): no synthetic events, the first event is the next change",
+            exclusive: false,
+            run: |t| Box::pin(initial::send_initial_events_false(t)),
+        },
+        Check {
+            name: "protobuf-get-list",
+            section: "§2.4",
+            summary: "GET and LIST accepting protobuf answer k8s\\0 + runtime.Unknown holding a ConfigMap / ConfigMapList equal to the JSON one",
+            exclusive: false,
+            run: |t| Box::pin(protobuf::get_and_list(t)),
+        },
+        Check {
+            name: "protobuf-watch-frames",
+            section: "§2.4",
+            summary: "a protobuf watch answers ...protobuf;stream=watch and 4-byte big-endian length-prefixed WatchEvents whose object.raw is enveloped",
+            exclusive: false,
+            run: |t| Box::pin(protobuf::watch_frames(t)),
+        },
+        Check {
+            name: "protobuf-create-body",
+            section: "§2.4",
+            summary: "a protobuf request body creates the ConfigMap it holds (answered as JSON or protobuf)",
+            exclusive: false,
+            run: |t| Box::pin(protobuf::create_body(t)),
+        },
+        Check {
+            name: "protobuf-json-round-trip",
+            section: "§2.4",
+            summary: "JSON → protobuf → JSON keeps every data, binaryData, label and annotation",
+            exclusive: false,
+            run: |t| Box::pin(protobuf::json_round_trip(t)),
+        },
+        Check {
+            name: "websocket-handshake",
+            section: "§2.5",
+            summary: "no Origin ⇒ 403; two subprotocols ⇒ 400; one ⇒ echoed; a bearer-token subprotocol plus one other ⇒ 101 echoing the other",
+            exclusive: false,
+            run: |t| Box::pin(websocket::handshake(t)),
+        },
+        Check {
+            name: "websocket-json-messages",
+            section: "§2.5",
+            summary: "a WebSocket watch sends one event per text message: the JSON line with its newline",
+            exclusive: false,
+            run: |t| Box::pin(websocket::json_messages(t)),
+        },
+        Check {
+            name: "websocket-protobuf-messages",
+            section: "§2.5",
+            summary: "a protobuf WebSocket watch sends binary messages, each one WatchEvent without a length prefix",
+            exclusive: false,
+            run: |t| Box::pin(websocket::protobuf_messages(t)),
+        },
+        Check {
+            name: "websocket-timeout-closes",
+            section: "§2.5",
+            summary: "at timeoutSeconds=2 the server closes the WebSocket (Close frame, then the end) after about 2 s",
+            exclusive: false,
+            run: |t| Box::pin(websocket::timeout_closes(t)),
+        },
+        Check {
+            name: "websocket-client-close",
+            section: "§2.5",
+            summary: "the client's Close ends the watch: the server answers Close and ends the connection; a new watch works",
+            exclusive: false,
+            run: |t| Box::pin(websocket::client_close(t)),
+        },
+        Check {
+            name: "websocket-close-unregisters",
+            section: "§2.5",
+            summary: "after the client's Close, apiserver_registered_watchers drops back (Skipped without the metric)",
+            exclusive: false,
+            run: |t| Box::pin(websocket::close_unregisters(t)),
+        },
+        Check {
+            name: "table-list-get",
+            section: "§10.2",
+            summary: "LIST and GET as=Table: columns Name, Data, Age; rows with PartialObjectMetadata, includeObject=Object|None; v1beta1 too",
+            exclusive: false,
+            run: |t| Box::pin(representations::tables(t)),
+        },
+        Check {
+            name: "table-watch",
+            section: "§2.3",
+            summary: "a Table watch sends one-row Tables; only the first event carries columnDefinitions",
+            exclusive: false,
+            run: |t| Box::pin(representations::table_watch(t)),
+        },
+        Check {
+            name: "metadata-only",
+            section: "§2.2",
+            summary: "as=PartialObjectMetadata (GET, WATCH) and as=PartialObjectMetadataList (LIST): meta.k8s.io/v1 kinds with metadata only",
+            exclusive: false,
+            run: |t| Box::pin(representations::metadata_only_output(t)),
+        },
+        Check {
+            name: "watch-yaml-not-acceptable",
+            section: "§2.2",
+            summary: "a watch accepting only application/yaml (no stream serializer) answers 406 NotAcceptable with a Status",
+            exclusive: false,
+            run: |t| Box::pin(representations::yaml_watch_not_acceptable(t)),
+        },
+        Check {
+            name: "http2-many-watches",
+            section: "§2.1",
+            summary: "50 watches on one HTTP/2 connection (h2c with prior knowledge, or h2 over TLS) each get the event",
+            exclusive: false,
+            run: |t| Box::pin(http2::many_watches_one_connection(t)),
+        },
+        Check {
             name: "watch-too-old-resource-version",
             section: "§11.9",
             summary: "a watch from a compacted RV answers 200, one ERROR event (410 Expired), then ends",
@@ -221,6 +356,19 @@ pub(crate) fn expect_sequence(
     expected: &[Expected],
     after: i64,
 ) -> Result<(), CheckFailure> {
+    expect_events(&format!("GET {}", watch.path), &watch.transcript(), what, got, expected, after)
+}
+
+/// [`expect_sequence`] for events from any transport: `request` names it in the failure and
+/// `transcript` is what was received.
+pub(crate) fn expect_events(
+    request: &str,
+    transcript: &str,
+    what: &str,
+    got: &[WatchEvent],
+    expected: &[Expected],
+    after: i64,
+) -> Result<(), CheckFailure> {
     let show = || {
         format!(
             "expected: [{}]\ngot:      [{}]",
@@ -229,10 +377,7 @@ pub(crate) fn expect_sequence(
         )
     };
     let fail = |why: String| {
-        CheckFailure::failed_with(
-            format!("GET {}: {what}: {why}", watch.path),
-            format!("{}\n{}", show(), watch.transcript()),
-        )
+        CheckFailure::failed_with(format!("{request}: {what}: {why}"), format!("{}\n{transcript}", show()))
     };
     if got.len() != expected.len() {
         return Err(fail(format!("expected {} events, got {}", expected.len(), got.len())));

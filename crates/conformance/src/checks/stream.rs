@@ -13,7 +13,7 @@ use crate::{CheckFailure, Target, ensure};
 
 /// §2.1: `Content-Type: application/json` exactly (no `;stream=watch`), chunked framing on
 /// HTTP/1.1 (HTTP/2 frames the body itself), `Cache-Control: no-cache, private`.
-fn check_head(watch: &WatchStream) -> Result<(), CheckFailure> {
+pub(crate) fn check_head(watch: &WatchStream) -> Result<(), CheckFailure> {
     let header = |name: &str| {
         watch
             .headers
@@ -110,7 +110,7 @@ pub async fn body_is_ndjson(target: &Target) -> Result<(), CheckFailure> {
 
 /// §2.3: `body` is newline-terminated lines, each one JSON object with exactly the keys `type`
 /// (one of the five event types) and `object` (a JSON object; a ConfigMap unless an ERROR).
-fn check_ndjson(path: &str, body: &[u8]) -> Result<(), CheckFailure> {
+pub(crate) fn check_ndjson(path: &str, body: &[u8]) -> Result<(), CheckFailure> {
     ensure!(
         body.ends_with(b"\n"),
         "GET {path}: the body must end with a newline; it ends with {:?}",

@@ -1,0 +1,277 @@
+//! [`Api`]: the REST verbs of one resource, in one namespace or all of them.
+//!
+//! Reads (GET, LIST, WATCH) ask for JSON, or for protobuf with [`Encoding::Protobuf`]; the
+//! response is decoded by its `Content-Type`, so a kind the server cannot serve as protobuf
+//! (CRDs, aggregated APIs) still works. Watches go over chunked HTTP (either HTTP version) or,
+//! with [`WatchTransport::WebSocket`], over a WebSocket. Writes send JSON.
+//!
+//! `Api` also implements [`ListerWatcher`], so it feeds reflectors and informers directly.
+
+use std::marker::PhantomData;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use http::Method;
+use http::header::CONTENT_TYPE;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::client::Client;
+use crate::error::Error;
+use crate::event::{DEFAULT_MAX_EVENT_BYTES, StreamFormat};
+use crate::params::{ListParams, WatchParams};
+use crate::reflector::ListerWatcher;
+use crate::resource::{ApiResource, Object, ObjectList, Resource};
+use crate::watch::{WatchStream, body_events};
+
+/// The representation reads ask for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Encoding {
+    #[default]
+    Json,
+    /// `application/vnd.kubernetes.protobuf` (falls back to JSON per response, as the server
+    /// decides). Needs the `protobuf` feature.
+    Protobuf,
+}
+
+impl Encoding {
+    fn accept(self) -> &'static str {
+        match self {
+            Encoding::Json => "application/json",
+            // client-go's protobuf clients send the same: protobuf, else anything.
+            Encoding::Protobuf => "application/vnd.kubernetes.protobuf, application/json;q=0.9",
+        }
+    }
+}
+
+/// How watches are carried.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WatchTransport {
+    /// A streamed HTTP response (chunked on HTTP/1.1, a stream on HTTP/2).
+    #[default]
+    Http,
+    /// A WebSocket, one event per message.
+    WebSocket,
+}
+
+/// The verbs of one resource. Cheap to clone.
+pub struct Api<K> {
+    client: Client,
+    resource: ApiResource,
+    namespace: Option<String>,
+    encoding: Encoding,
+    watch_transport: WatchTransport,
+    max_event_bytes: usize,
+    _object: PhantomData<fn() -> K>,
+}
+
+impl<K> Clone for Api<K> {
+    fn clone(&self) -> Self {
+        Api {
+            client: self.client.clone(),
+            resource: self.resource.clone(),
+            namespace: self.namespace.clone(),
+            encoding: self.encoding,
+            watch_transport: self.watch_transport,
+            max_event_bytes: self.max_event_bytes,
+            _object: PhantomData,
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for Api<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Api")
+            .field("resource", &self.resource)
+            .field("namespace", &self.namespace)
+            .field("encoding", &self.encoding)
+            .field("watch_transport", &self.watch_transport)
+            .finish()
+    }
+}
+
+impl<K: Resource> Api<K> {
+    /// A typed resource in one namespace.
+    pub fn namespaced(client: Client, namespace: &str) -> Api<K> {
+        Api::new(client, ApiResource::of::<K>(), Some(namespace))
+    }
+
+    /// A typed resource across all namespaces (or a cluster-scoped one).
+    pub fn all(client: Client) -> Api<K> {
+        Api::new(client, ApiResource::of::<K>(), None)
+    }
+
+    /// A typed resource in the kubeconfig context's namespace.
+    pub fn default_namespaced(client: Client) -> Api<K> {
+        let namespace = client.default_namespace().to_owned();
+        Api::namespaced(client, &namespace)
+    }
+}
+
+impl<K: Object> Api<K> {
+    /// Any resource, typed or [`DynamicObject`](crate::DynamicObject), in `namespace` (or all).
+    pub fn new(client: Client, resource: ApiResource, namespace: Option<&str>) -> Api<K> {
+        Api {
+            client,
+            namespace: namespace.filter(|ns| resource.namespaced && !ns.is_empty()).map(str::to_owned),
+            resource,
+            encoding: Encoding::Json,
+            watch_transport: WatchTransport::Http,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            _object: PhantomData,
+        }
+    }
+
+    pub fn with_encoding(mut self, encoding: Encoding) -> Self {
+        self.encoding = encoding;
+        self
+    }
+
+    pub fn with_watch_transport(mut self, transport: WatchTransport) -> Self {
+        self.watch_transport = transport;
+        self
+    }
+
+    /// The largest watch event accepted (default 64 MiB).
+    pub fn with_max_event_bytes(mut self, max: usize) -> Self {
+        self.max_event_bytes = max;
+        self
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn resource(&self) -> &ApiResource {
+        &self.resource
+    }
+
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    fn collection(&self) -> String {
+        self.resource.collection_path(self.namespace.as_deref())
+    }
+
+    fn item(&self, name: &str) -> Result<String, Error> {
+        if self.resource.namespaced && self.namespace.is_none() {
+            return Err(Error::InvalidRequest(format!(
+                "{} are namespaced: make the Api with a namespace to name one",
+                self.resource.plural
+            )));
+        }
+        if name.is_empty() || name.contains('/') {
+            return Err(Error::InvalidRequest(format!("invalid object name {name:?}")));
+        }
+        Ok(self.resource.object_path(self.namespace.as_deref(), name))
+    }
+
+    /// GET one object.
+    pub async fn get(&self, name: &str) -> Result<K, Error> {
+        let (headers, body) = self.client.request(Method::GET, &self.item(name)?, self.encoding.accept(), None).await?;
+        decode_body(&headers, &body, "an object")
+    }
+
+    /// GET one object; `None` on 404.
+    pub async fn get_opt(&self, name: &str) -> Result<Option<K>, Error> {
+        match self.get(name).await {
+            Ok(object) => Ok(Some(object)),
+            Err(e) if e.code() == Some(404) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One LIST request (one page when `params.limit` is set).
+    pub async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
+        let path = with_query(self.collection(), &params.query());
+        let (headers, body) = self.client.request(Method::GET, &path, self.encoding.accept(), None).await?;
+        decode_body(&headers, &body, "a list")
+    }
+
+    /// Opens a WATCH. Returns once the server has accepted it (the 200 head, or the WebSocket
+    /// handshake); refusals before that are `Err` here, later failures are items of the stream.
+    pub async fn watch(&self, params: &WatchParams) -> Result<WatchStream<K>, Error> {
+        let path = with_query(self.collection(), &params.query());
+        let accept = match self.encoding {
+            Encoding::Json => "application/json",
+            Encoding::Protobuf => {
+                "application/vnd.kubernetes.protobuf;stream=watch, application/vnd.kubernetes.protobuf, application/json;q=0.9"
+            }
+        };
+        let idle = params.effective_idle_timeout();
+        match self.watch_transport {
+            WatchTransport::Http => {
+                let response = self.client.request_stream(Method::GET, &path, accept).await?;
+                let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+                let format = StreamFormat::from_content_type(content_type);
+                Ok(body_events(response.into_body(), format, self.max_event_bytes, idle))
+            }
+            WatchTransport::WebSocket => {
+                crate::websocket::watch(&self.client, &path, accept, self.max_event_bytes, idle).await
+            }
+        }
+    }
+
+    /// POST a new object (in this Api's namespace).
+    pub async fn create<T: Serialize>(&self, object: &T) -> Result<K, Error> {
+        if self.resource.namespaced && self.namespace.is_none() {
+            return Err(Error::InvalidRequest("create needs an Api with a namespace".into()));
+        }
+        self.write(Method::POST, self.collection(), "application/json", json(object)?).await
+    }
+
+    /// PUT an object (an update guarded by its `metadata.resourceVersion`, when set).
+    pub async fn replace<T: Serialize>(&self, name: &str, object: &T) -> Result<K, Error> {
+        self.write(Method::PUT, self.item(name)?, "application/json", json(object)?).await
+    }
+
+    /// PATCH with a JSON merge patch.
+    pub async fn patch_merge(&self, name: &str, patch: &serde_json::Value) -> Result<K, Error> {
+        self.write(Method::PATCH, self.item(name)?, "application/merge-patch+json", json(patch)?).await
+    }
+
+    /// DELETE an object. The server's answer (the object, or a Status) is not decoded.
+    pub async fn delete(&self, name: &str) -> Result<(), Error> {
+        self.client.request(Method::DELETE, &self.item(name)?, "application/json", None).await.map(|_| ())
+    }
+
+    async fn write(&self, method: Method, path: String, content_type: &str, body: Bytes) -> Result<K, Error> {
+        let (headers, body) =
+            self.client.request(method, &path, "application/json", Some((content_type, body))).await?;
+        decode_body(&headers, &body, "the written object")
+    }
+}
+
+impl<K: Object> ListerWatcher<K> for Api<K> {
+    fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<K>, Error>> {
+        Box::pin(Api::list(self, params))
+    }
+
+    fn watch<'a>(&'a self, params: &'a WatchParams) -> BoxFuture<'a, Result<WatchStream<K>, Error>> {
+        Box::pin(Api::watch(self, params))
+    }
+}
+
+fn with_query(path: String, query: &str) -> String {
+    if query.is_empty() { path } else { format!("{path}?{query}") }
+}
+
+fn json<T: Serialize>(object: &T) -> Result<Bytes, Error> {
+    serde_json::to_vec(object).map(Bytes::from).map_err(|e| Error::InvalidRequest(format!("encoding the body: {e}")))
+}
+
+/// A response body as `T`, by its content type.
+fn decode_body<T: DeserializeOwned>(headers: &http::HeaderMap, body: &[u8], what: &'static str) -> Result<T, Error> {
+    let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if content_type.starts_with("application/vnd.kubernetes.protobuf") {
+        #[cfg(feature = "protobuf")]
+        {
+            let value = crate::event::decode_protobuf_object(body)?;
+            return serde_json::from_value(value).map_err(|e| Error::decode(what, e));
+        }
+        #[cfg(not(feature = "protobuf"))]
+        return Err(Error::decode(what, "a protobuf response, and this build has no `protobuf` feature"));
+    }
+    serde_json::from_slice(body).map_err(|e| Error::decode(what, e))
+}

@@ -1,0 +1,354 @@
+//! What the client knows about objects and where they live.
+//!
+//! * [`ApiResource`] locates a kind in the REST API (group, version, plural, scope) and builds its
+//!   URL paths. It is a plain value, so dynamic clients can make one at run time.
+//! * [`Object`] is what the cache needs from an object: its name, namespace, resourceVersion,
+//!   labels and annotations. Two families implement it:
+//!   * typed objects, any `serde` struct implementing [`Resource`] (its API coordinates as
+//!     constants plus a [`ObjectMeta`] accessor), which get `Object` through a blanket impl;
+//!   * [`DynamicObject`], a `serde_json::Value` with accessors, for kinds known only at run time.
+//!
+//! Objects are always decoded in full (no lazy or partial decoding): the cache holds what the
+//! server sent, as kube-rs and client-go informers do.
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where a kind lives in the API: `/api/v1/namespaces/{ns}/pods`, `/apis/apps/v1/deployments`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ApiResource {
+    /// `""` for the core group.
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    /// The lowercase plural in URLs (`configmaps`).
+    pub plural: String,
+    pub namespaced: bool,
+}
+
+impl ApiResource {
+    pub fn new(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> ApiResource {
+        ApiResource {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            kind: kind.to_owned(),
+            plural: plural.to_owned(),
+            namespaced,
+        }
+    }
+
+    /// The coordinates of a typed [`Resource`].
+    pub fn of<K: Resource>() -> ApiResource {
+        ApiResource::new(K::GROUP, K::VERSION, K::KIND, K::PLURAL, K::NAMESPACED)
+    }
+
+    /// Core `v1` ConfigMaps.
+    pub fn configmaps() -> ApiResource {
+        ApiResource::new("", "v1", "ConfigMap", "configmaps", true)
+    }
+
+    /// Core `v1` Pods.
+    pub fn pods() -> ApiResource {
+        ApiResource::new("", "v1", "Pod", "pods", true)
+    }
+
+    /// Core `v1` Secrets.
+    pub fn secrets() -> ApiResource {
+        ApiResource::new("", "v1", "Secret", "secrets", true)
+    }
+
+    /// Core `v1` Services.
+    pub fn services() -> ApiResource {
+        ApiResource::new("", "v1", "Service", "services", true)
+    }
+
+    /// Core `v1` Namespaces (cluster-scoped).
+    pub fn namespaces() -> ApiResource {
+        ApiResource::new("", "v1", "Namespace", "namespaces", false)
+    }
+
+    /// Core `v1` Nodes (cluster-scoped).
+    pub fn nodes() -> ApiResource {
+        ApiResource::new("", "v1", "Node", "nodes", false)
+    }
+
+    /// `apps/v1` Deployments.
+    pub fn deployments() -> ApiResource {
+        ApiResource::new("apps", "v1", "Deployment", "deployments", true)
+    }
+
+    /// `v1` or `apps/v1`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+
+    /// The collection path; `namespace` is ignored for cluster-scoped kinds, and `None` lists
+    /// across all namespaces.
+    pub fn collection_path(&self, namespace: Option<&str>) -> String {
+        let root = if self.group.is_empty() {
+            format!("/api/{}", self.version)
+        } else {
+            format!("/apis/{}/{}", self.group, self.version)
+        };
+        match namespace.filter(|ns| self.namespaced && !ns.is_empty()) {
+            Some(ns) => format!("{root}/namespaces/{ns}/{}", self.plural),
+            None => format!("{root}/{}", self.plural),
+        }
+    }
+
+    /// The path of one object.
+    pub fn object_path(&self, namespace: Option<&str>, name: &str) -> String {
+        format!("{}/{name}", self.collection_path(namespace))
+    }
+}
+
+/// `metav1.ObjectMeta`, for typed objects.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectMeta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generate_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_grace_period_seconds: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_references: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finalizers: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed_fields: Option<Vec<Value>>,
+}
+
+/// What caches, informers and watchers need to know about an object.
+///
+/// Implemented for every [`Resource`] and for [`DynamicObject`].
+pub trait Object: DeserializeOwned + Send + Sync + 'static {
+    /// `metadata.name` (empty if absent).
+    fn name(&self) -> &str;
+    /// `metadata.namespace`; `None` (or empty) for cluster-scoped objects.
+    fn namespace(&self) -> Option<&str>;
+    /// `metadata.resourceVersion`.
+    fn resource_version(&self) -> Option<&str>;
+    /// `metadata.uid`.
+    fn uid(&self) -> Option<&str>;
+    /// One label's value.
+    fn label(&self, key: &str) -> Option<&str>;
+    /// One annotation's value.
+    fn annotation(&self, key: &str) -> Option<&str>;
+
+    /// The cache key: `namespace/name`, or `name` for cluster-scoped objects
+    /// (client-go `MetaNamespaceKeyFunc`).
+    fn key(&self) -> String {
+        object_key(self.namespace(), self.name())
+    }
+}
+
+/// `namespace/name`, or `name` when there is no namespace.
+pub fn object_key(namespace: Option<&str>, name: &str) -> String {
+    match namespace.filter(|ns| !ns.is_empty()) {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_owned(),
+    }
+}
+
+/// A typed object: its API coordinates and its metadata.
+///
+/// ```
+/// use listwatch_client::{ObjectMeta, Resource};
+/// use serde::Deserialize;
+/// use std::collections::BTreeMap;
+///
+/// #[derive(Debug, Deserialize, serde::Serialize)]
+/// struct ConfigMap {
+///     metadata: ObjectMeta,
+///     #[serde(default)]
+///     data: BTreeMap<String, String>,
+/// }
+///
+/// impl Resource for ConfigMap {
+///     const GROUP: &'static str = "";
+///     const VERSION: &'static str = "v1";
+///     const KIND: &'static str = "ConfigMap";
+///     const PLURAL: &'static str = "configmaps";
+///     const NAMESPACED: bool = true;
+///     fn metadata(&self) -> &ObjectMeta {
+///         &self.metadata
+///     }
+/// }
+/// ```
+pub trait Resource: DeserializeOwned + Send + Sync + 'static {
+    const GROUP: &'static str;
+    const VERSION: &'static str;
+    const KIND: &'static str;
+    const PLURAL: &'static str;
+    const NAMESPACED: bool;
+    fn metadata(&self) -> &ObjectMeta;
+}
+
+impl<T: Resource> Object for T {
+    fn name(&self) -> &str {
+        self.metadata().name.as_deref().unwrap_or("")
+    }
+    fn namespace(&self) -> Option<&str> {
+        self.metadata().namespace.as_deref()
+    }
+    fn resource_version(&self) -> Option<&str> {
+        self.metadata().resource_version.as_deref()
+    }
+    fn uid(&self) -> Option<&str> {
+        self.metadata().uid.as_deref()
+    }
+    fn label(&self, key: &str) -> Option<&str> {
+        self.metadata().labels.as_ref()?.get(key).map(String::as_str)
+    }
+    fn annotation(&self, key: &str) -> Option<&str> {
+        self.metadata().annotations.as_ref()?.get(key).map(String::as_str)
+    }
+}
+
+/// An object of any kind, as its JSON.
+///
+/// The metadata accessors read `metadata.*` out of the value on each call (a couple of map
+/// lookups), so nothing is decoded twice or stored twice.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DynamicObject(pub Value);
+
+impl DynamicObject {
+    pub fn new(value: Value) -> DynamicObject {
+        DynamicObject(value)
+    }
+
+    /// The value at a `/`-separated JSON pointer (`/data/key`).
+    pub fn pointer(&self, pointer: &str) -> Option<&Value> {
+        self.0.pointer(pointer)
+    }
+
+    fn meta_str(&self, field: &str) -> Option<&str> {
+        self.0.get("metadata")?.get(field)?.as_str()
+    }
+
+    fn meta_map_str(&self, map: &str, key: &str) -> Option<&str> {
+        self.0.get("metadata")?.get(map)?.get(key)?.as_str()
+    }
+}
+
+impl Object for DynamicObject {
+    fn name(&self) -> &str {
+        self.meta_str("name").unwrap_or("")
+    }
+    fn namespace(&self) -> Option<&str> {
+        self.meta_str("namespace")
+    }
+    fn resource_version(&self) -> Option<&str> {
+        self.meta_str("resourceVersion")
+    }
+    fn uid(&self) -> Option<&str> {
+        self.meta_str("uid")
+    }
+    fn label(&self, key: &str) -> Option<&str> {
+        self.meta_map_str("labels", key)
+    }
+    fn annotation(&self, key: &str) -> Option<&str> {
+        self.meta_map_str("annotations", key)
+    }
+}
+
+/// `metav1.ListMeta`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListMeta {
+    #[serde(default)]
+    pub resource_version: String,
+    /// The continue token; empty (or absent) on the last page.
+    #[serde(default, rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remaining_item_count: Option<i64>,
+}
+
+impl ListMeta {
+    /// The continue token when more pages follow.
+    pub fn continue_token(&self) -> Option<&str> {
+        self.continue_token.as_deref().filter(|t| !t.is_empty())
+    }
+}
+
+/// A list response: `{"metadata": ListMeta, "items": [...]}`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(bound = "K: DeserializeOwned")]
+pub struct ObjectList<K> {
+    #[serde(default)]
+    pub metadata: ListMeta,
+    /// `null` items (an empty list from some servers) decode as empty.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub items: Vec<K>,
+}
+
+fn null_as_empty<'de, D, K>(deserializer: D) -> Result<Vec<K>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    K: DeserializeOwned,
+{
+    Ok(Option::<Vec<K>>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_follow_the_api_layout() {
+        let pods = ApiResource::pods();
+        assert_eq!(pods.collection_path(Some("default")), "/api/v1/namespaces/default/pods");
+        assert_eq!(pods.collection_path(None), "/api/v1/pods");
+        assert_eq!(pods.object_path(Some("ns"), "p"), "/api/v1/namespaces/ns/pods/p");
+        let deployments = ApiResource::deployments();
+        assert_eq!(deployments.collection_path(Some("a")), "/apis/apps/v1/namespaces/a/deployments");
+        assert_eq!(deployments.api_version(), "apps/v1");
+        // A namespace is meaningless for cluster-scoped kinds.
+        assert_eq!(ApiResource::nodes().collection_path(Some("x")), "/api/v1/nodes");
+    }
+
+    #[test]
+    fn dynamic_objects_expose_metadata() {
+        let object = DynamicObject(serde_json::json!({
+            "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7", "labels": {"app": "x"}},
+        }));
+        assert_eq!(object.name(), "a");
+        assert_eq!(object.key(), "ns/a");
+        assert_eq!(object.resource_version(), Some("7"));
+        assert_eq!(object.label("app"), Some("x"));
+        assert_eq!(object.label("nope"), None);
+        let cluster = DynamicObject(serde_json::json!({"metadata": {"name": "n1"}}));
+        assert_eq!(cluster.key(), "n1");
+    }
+
+    #[test]
+    fn lists_tolerate_null_items() {
+        let list: ObjectList<DynamicObject> =
+            serde_json::from_str(r#"{"metadata":{"resourceVersion":"5","continue":""},"items":null}"#).unwrap();
+        assert!(list.items.is_empty());
+        assert_eq!(list.metadata.continue_token(), None);
+    }
+}

@@ -1,0 +1,108 @@
+//! The rustls client configuration a [`TlsSettings`] describes.
+//!
+//! ring is the crypto provider (it builds with a C compiler only, unlike aws-lc-rs which needs
+//! cmake). Trust roots follow client-go: the kubeconfig's CA bundle alone when one is given,
+//! otherwise well-known public roots. `insecure-skip-tls-verify` installs a verifier that accepts
+//! any certificate but still checks the handshake signatures, so the session keys are at least
+//! bound to the certificate the server presented.
+
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+use crate::config::TlsSettings;
+use crate::error::Error;
+
+pub(crate) fn client_config(settings: &TlsSettings) -> Result<ClientConfig, Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::Tls(e.to_string()))?;
+    let builder = if settings.insecure_skip_verify {
+        builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(
+            provider.signature_verification_algorithms,
+        )))
+    } else {
+        let mut roots = RootCertStore::empty();
+        match &settings.ca_pem {
+            Some(pem) => {
+                let mut count = 0;
+                for cert in CertificateDer::pem_slice_iter(pem) {
+                    let cert = cert.map_err(|e| Error::Tls(format!("reading the CA bundle: {e}")))?;
+                    roots.add(cert).map_err(|e| Error::Tls(format!("adding a CA certificate: {e}")))?;
+                    count += 1;
+                }
+                if count == 0 {
+                    return Err(Error::Tls("the CA bundle holds no PEM certificate".into()));
+                }
+            }
+            None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+        }
+        builder.with_root_certificates(roots)
+    };
+    match (&settings.client_cert_pem, &settings.client_key_pem) {
+        (Some(cert), Some(key)) => {
+            let chain = CertificateDer::pem_slice_iter(cert)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| Error::Tls(format!("reading the client certificate: {e}")))?;
+            let key =
+                PrivateKeyDer::from_pem_slice(key).map_err(|e| Error::Tls(format!("reading the client key: {e}")))?;
+            builder.with_client_auth_cert(chain, key).map_err(|e| Error::Tls(format!("client certificate: {e}")))
+        }
+        (None, None) => Ok(builder.with_no_client_auth()),
+        _ => Err(Error::Tls("a client certificate needs both the certificate and its key".into())),
+    }
+}
+
+/// The server name to verify against, when the kubeconfig overrides it.
+pub(crate) fn server_name_override(settings: &TlsSettings) -> Result<Option<ServerName<'static>>, Error> {
+    settings
+        .server_name
+        .as_ref()
+        .map(|name| {
+            ServerName::try_from(name.clone()).map_err(|e| Error::Tls(format!("tls-server-name {name:?}: {e}")))
+        })
+        .transpose()
+}
+
+#[derive(Debug)]
+struct AcceptAnyCertificate(WebPkiSupportedAlgorithms);
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_schemes()
+    }
+}

@@ -1,0 +1,99 @@
+//! A watch response body as a stream of events.
+//!
+//! The body is read frame by frame (HTTP/1.1 chunks or HTTP/2 DATA frames, which need not line up
+//! with events) and fed to the [`EventDecoder`] for the response's content type. Each read waits
+//! at most the idle limit: a server that sends nothing (not even a bookmark) for longer than the
+//! watch's own timeout plus a margin is taken to be gone, and the stream ends with
+//! [`Error::Timeout`], which callers treat like a dropped connection (kube-rs PR #1945; client-go
+//! relies on HTTP/2 pings and TCP keep-alive instead, which this client also has).
+//!
+//! The stream ends after an `ERROR` event, after the first `Err` item, or when the body ends.
+//! A body that ends in the middle of an event yields an `Err` ([`Error::Io`] with
+//! `UnexpectedEof`), which is a probable EOF, not a decoding failure.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use futures::stream::{BoxStream, StreamExt};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use serde::de::DeserializeOwned;
+
+use crate::error::Error;
+use crate::event::{EventDecoder, StreamFormat, WatchEvent};
+
+/// The events of one watch request. Ends when the server ends the stream; `Err` items end it too.
+pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, Error>>;
+
+struct BodyState<K> {
+    body: Incoming,
+    decoder: EventDecoder,
+    pending: VecDeque<Result<WatchEvent<K>, Error>>,
+    idle_timeout: Option<Duration>,
+    done: bool,
+}
+
+/// The events of a watch response body.
+pub(crate) fn body_events<K: DeserializeOwned + Send + 'static>(
+    body: Incoming,
+    format: StreamFormat,
+    max_event_bytes: usize,
+    idle_timeout: Option<Duration>,
+) -> WatchStream<K> {
+    let state = BodyState {
+        body,
+        decoder: EventDecoder::new(format, max_event_bytes),
+        pending: VecDeque::new(),
+        idle_timeout,
+        done: false,
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        loop {
+            if let Some(item) = state.pending.pop_front() {
+                if matches!(item, Err(_) | Ok(WatchEvent::Error(_))) {
+                    state.done = true;
+                    state.pending.clear();
+                }
+                return Some((item, state));
+            }
+            if state.done {
+                return None;
+            }
+            let frame = match state.idle_timeout {
+                Some(limit) => match tokio::time::timeout(limit, state.body.frame()).await {
+                    Ok(frame) => frame,
+                    Err(_) => {
+                        state.done = true;
+                        return Some((Err(Error::Timeout { what: "waiting for watch events", after: limit }), state));
+                    }
+                },
+                None => state.body.frame().await,
+            };
+            match frame {
+                None => {
+                    state.done = true;
+                    if state.decoder.is_mid_event() {
+                        let source = std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            "the watch stream ended in the middle of an event",
+                        );
+                        return Some((Err(Error::Io { what: "reading a watch", source }), state));
+                    }
+                    return None;
+                }
+                Some(Err(e)) => {
+                    state.done = true;
+                    return Some((Err(Error::Body(e)), state));
+                }
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data()
+                        && let Err(e) = state.decoder.push(&data, &mut state.pending)
+                    {
+                        state.pending.push_back(Err(e));
+                    }
+                }
+            }
+        }
+    })
+    .boxed()
+}

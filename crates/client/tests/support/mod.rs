@@ -1,0 +1,276 @@
+//! Running a real `listwatch serve` for the client's tests, on the embedded store or on etcd.
+//!
+//! The binary comes from `LISTWATCH_BIN` (scripts/test.sh sets it); without it the tests fail
+//! with a message saying so, they never skip. etcd runs use the run's shared etcd
+//! (`LISTWATCH_ETCD_ENDPOINTS`, or one started by listwatch-testkit) under a key prefix of their
+//! own, or a private etcd that a test may kill and restart.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use listwatch_client::{
+    Api, ApiResource, BackoffConfig, Client, Config, DynamicObject, ListParams, Object, ReflectorConfig,
+};
+use listwatch_testkit::etcd::{EtcdProcess, EtcdProcessOptions, shared_endpoints, unique_prefix};
+use serde_json::json;
+
+/// The longest any single wait in these tests may take.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded store in the test's directory (durable, so it survives restarts).
+    Memory,
+    /// The run's shared etcd under a prefix of this test's own.
+    Etcd,
+    /// An etcd of this test's own, which it may kill and restart.
+    PrivateEtcd,
+}
+
+/// A running `listwatch serve`, killed when dropped.
+pub struct Server {
+    child: Option<Child>,
+    pub url: String,
+    pub kubeconfig: PathBuf,
+    pub dir: tempfile::TempDir,
+    args: Vec<String>,
+    pub etcd: Option<EtcdProcess>,
+}
+
+fn binary() -> PathBuf {
+    match std::env::var_os("LISTWATCH_BIN") {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => panic!(
+            "LISTWATCH_BIN is not set: these tests run the listwatch binary. Run them through scripts/test.sh, \
+             or build it (`cargo build -p listwatch`) and set LISTWATCH_BIN=target/debug/listwatch"
+        ),
+    }
+}
+
+impl Server {
+    /// Starts a server for test `name` with the debug API on, no compactor, and `extra` flags.
+    pub async fn start(name: &str, backend: Backend, extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let (storage, etcd) = match backend {
+            Backend::Memory => (vec!["--data-dir".to_owned(), dir.path().join("data").display().to_string()], None),
+            Backend::Etcd => (
+                vec![
+                    "--etcd".to_owned(),
+                    shared_endpoints().await.join(","),
+                    "--etcd-prefix".to_owned(),
+                    format!("{}registry", unique_prefix(name)),
+                ],
+                None,
+            ),
+            Backend::PrivateEtcd => {
+                let etcd = EtcdProcess::start(EtcdProcessOptions::default()).await;
+                (vec!["--etcd".to_owned(), etcd.endpoint().to_owned()], Some(etcd))
+            }
+        };
+        let kubeconfig = dir.path().join("kubeconfig");
+        let mut args: Vec<String> = vec![
+            "serve".into(),
+            "--kubeconfig".into(),
+            kubeconfig.display().to_string(),
+            "--enable-debug-api".into(),
+            "--compaction-interval".into(),
+            "0s".into(),
+        ];
+        args.extend(storage);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let mut server = Server { child: None, url: String::new(), kubeconfig, dir, args, etcd };
+        server.launch("127.0.0.1:0").await;
+        server
+    }
+
+    async fn launch(&mut self, addr: &str) {
+        let mut args = self.args.clone();
+        args.extend(["--addr".into(), addr.into()]);
+        let binary = binary();
+        let mut child = Command::new(&binary)
+            .args(&args)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", binary.display()));
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let log_path = self.dir.path().join("server.log");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut log = std::fs::OpenOptions::new().create(true).append(true).open(log_path).expect("a log file");
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let _ = writeln!(log, "{line}");
+                if let Some(rest) = line.strip_prefix("listwatch is serving on ") {
+                    let _ = tx.send(rest.split(';').next().unwrap_or("").trim().to_owned());
+                }
+            }
+        });
+        self.child = Some(child);
+        let url = tokio::task::spawn_blocking(move || rx.recv_timeout(WAIT))
+            .await
+            .expect("join")
+            .unwrap_or_else(|_| panic!("listwatch did not start; log:\n{}", self.log()));
+        self.url = url;
+        // Ready means the API answers through the client under test.
+        let client = self.client();
+        let api: Api<DynamicObject> = Api::new(client, ApiResource::namespaces(), None);
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            match api.get("default").await {
+                Ok(_) => return,
+                Err(e) => assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "listwatch never became ready ({e}); log:\n{}",
+                    self.log()
+                ),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// The server's kubeconfig, as a client config.
+    pub fn config(&self) -> Config {
+        Config::from_kubeconfig(&self.kubeconfig).expect("the server's kubeconfig loads")
+    }
+
+    pub fn client(&self) -> Client {
+        Client::new(self.config()).expect("a client")
+    }
+
+    /// Kills the server with SIGKILL.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Restarts on the same address, data dir and storage.
+    pub async fn restart(&mut self) {
+        self.kill();
+        let addr = self.url.trim_start_matches("http://").trim_start_matches("https://").to_owned();
+        self.launch(&addr).await;
+    }
+
+    /// POST /debug/listwatch/<path>.
+    pub async fn debug(&self, path: &str) {
+        let client = self.client();
+        client
+            .request(
+                listwatch_client::http::Method::POST,
+                &format!("/debug/listwatch/{path}"),
+                "application/json",
+                None,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("debug {path}: {e}"));
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Reflector settings that make everything happen quickly: short watches, short backoffs.
+pub fn fast_reflector(name: &str) -> ReflectorConfig {
+    ReflectorConfig {
+        name: name.to_owned(),
+        min_watch_timeout: Duration::from_secs(3),
+        idle_margin: Duration::from_secs(3),
+        backoff: BackoffConfig {
+            initial: Duration::from_millis(20),
+            max: Duration::from_millis(500),
+            ..Default::default()
+        },
+        initial_events_timeout: Duration::from_secs(20),
+        list_timeout: Some(Duration::from_secs(30)),
+        ..ReflectorConfig::default()
+    }
+}
+
+pub fn configmaps(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    Api::new(client.clone(), ApiResource::configmaps(), Some(namespace))
+}
+
+pub fn configmap(name: &str, value: &str) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": value}})
+}
+
+/// The server's state: key → resourceVersion, from a consistent list.
+pub async fn server_state(api: &Api<DynamicObject>) -> BTreeMap<String, String> {
+    let list = api.list(&ListParams::default()).await.expect("a consistent list");
+    list.items.iter().map(|o| (o.key(), o.resource_version().unwrap_or("").to_owned())).collect()
+}
+
+/// Creates, updates and deletes configmaps `prefix-*` from `workers` concurrent writers,
+/// `per_worker` objects each: every object is created, updated `updates` times, and every third
+/// one deleted.
+pub async fn storm(api: &Api<DynamicObject>, prefix: &str, workers: usize, per_worker: usize, updates: usize) {
+    let mut tasks = Vec::new();
+    for worker in 0..workers {
+        let api = api.clone();
+        let prefix = prefix.to_owned();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..per_worker {
+                let name = format!("{prefix}-{worker}-{i}");
+                // A retried create may find its first try succeeded (409), a retried delete its
+                // first try done (404).
+                let object = configmap(&name, "0");
+                write_retrying(&[409], || api.create(&object)).await;
+                for u in 1..=updates {
+                    let patch = json!({"data": {"v": u.to_string()}});
+                    write_retrying(&[], || api.patch_merge(&name, &patch)).await;
+                }
+                if i % 3 == 0 {
+                    write_retrying(&[404], || async { api.delete(&name).await.map(|_| DynamicObject(json!({}))) })
+                        .await;
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        tokio::time::timeout(WAIT * 3, task).await.expect("the storm ends in time").expect("a writer panicked");
+    }
+}
+
+/// Retries a write while the server is unavailable (restarts, etcd restarts, 429s); `done`
+/// lists the codes that mean an earlier try already did it.
+pub async fn write_retrying<F, Fut>(done: &[u16], mut write: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<DynamicObject, listwatch_client::Error>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        match write().await {
+            Ok(_) => return,
+            Err(e) if e.code().is_some_and(|c| done.contains(&c)) => return,
+            Err(e) if tokio::time::Instant::now() < deadline && retriable(&e) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("write failed: {e}"),
+        }
+    }
+}
+
+fn retriable(e: &listwatch_client::Error) -> bool {
+    match e.code() {
+        Some(code) => code == 429 || code >= 500,
+        None => true,
+    }
+}
