@@ -11,6 +11,7 @@
 //! * `bench create` ([`create`]): creates N pods with C connections; creates/s and latency.
 //! * `bench list` ([`list`]): creates N pods, then times full LISTs (from the cache, consistent,
 //!   and paged as kubectl pages).
+//! * `bench startup` ([`startup`]): exec to a ready `/readyz`, on an empty or filled store.
 //!
 //! The pieces they share: [`http`] (one HTTP/1.1 connection on hyper's low-level client),
 //! [`transport`] and [`decode`] (how watch bytes arrive and how events are cut out of them; a
@@ -27,6 +28,7 @@ mod objects;
 mod report;
 mod rv_log;
 mod server;
+mod startup;
 mod transport;
 
 use std::time::Duration;
@@ -48,6 +50,8 @@ enum BenchCommand {
     Create(create::CreateArgs),
     /// Create N pods, then time full LISTs (resourceVersion=0, consistent, limit=500 paging).
     List(list::ListArgs),
+    /// Time `listwatch serve` from exec to a ready /readyz.
+    Startup(startup::StartupArgs),
 }
 
 /// Where the server under test comes from (shared by every bench command).
@@ -74,6 +78,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Fanout(args) => fanout::run(args).await,
         BenchCommand::Create(args) => create::run(args).await,
         BenchCommand::List(args) => list::run(args).await,
+        BenchCommand::Startup(args) => startup::run(args).await,
     }
 }
 
