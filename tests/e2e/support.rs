@@ -69,14 +69,12 @@ impl Server {
         extra: &[&str],
     ) -> Server {
         let kubeconfig = dir.path().join("kubeconfig");
-        let mut args: Vec<String> = vec![
-            "serve".into(),
-            "--kubeconfig".into(),
-            kubeconfig.display().to_string(),
-            "--enable-debug-api".into(),
-            "--compaction-interval".into(),
-            "0s".into(),
-        ];
+        let mut args: Vec<String> =
+            vec!["serve".into(), "--kubeconfig".into(), kubeconfig.display().to_string(), "--enable-debug-api".into()];
+        // No compactor unless the test asks for one: compaction is what tests force.
+        if !extra.contains(&"--compaction-interval") {
+            args.extend(["--compaction-interval".into(), "0s".into()]);
+        }
         args.extend(storage);
         args.extend(extra.iter().map(|s| s.to_string()));
         let mut server = Server {
