@@ -332,3 +332,54 @@ async fn watch_headers_and_timeout(backend: Backend) {
     let took = started.elapsed();
     assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(4), "{took:?}");
 }
+
+mod timing {
+    use crate::support::Backend;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn future_resource_version_waits() {
+        super::future_resource_version_waits(Backend::Memory).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn bookmark_two_seconds_before_the_deadline() {
+        super::bookmark_before_the_deadline(Backend::Memory).await
+    }
+}
+
+/// A watch from a resourceVersion the server has not reached is accepted and waits for it.
+async fn future_resource_version_waits(backend: Backend) {
+    let server = Server::start("watch-future-rv", backend, &[]).await;
+    let now = current_rv(&server).await;
+    let mut w = Watch::open(&server, &format!("{CMS}?watch=1&resourceVersion={}", now + 3)).await;
+    assert_eq!(w.status, 200);
+    let mut revisions = Vec::new();
+    for i in 0..6 {
+        revisions.push(create(&server, &format!("f{i}"), json!({})).await);
+    }
+    // Only the changes after the requested resourceVersion.
+    let events = w.until_rv(*revisions.last().unwrap(), SECONDS).await;
+    let want: Vec<i64> = revisions.iter().copied().filter(|rv| *rv > now + 3).collect();
+    assert_eq!(events.iter().map(event_rv).collect::<Vec<_>>(), want);
+}
+
+/// A watch that asked for bookmarks gets one about 2 s before its deadline, even with the
+/// periodic bookmark a minute away.
+async fn bookmark_before_the_deadline(backend: Backend) {
+    let server = Server::start("watch-deadline-bookmark", backend, &[]).await;
+    let now = create(&server, "before", json!({})).await;
+    let started = Instant::now();
+    let mut w = Watch::open(
+        &server,
+        &format!("{CMS}?watch=1&allowWatchBookmarks=true&timeoutSeconds=4&resourceVersion={}", now - 1),
+    )
+    .await;
+    let added = w.next(SECONDS).await.unwrap();
+    assert_eq!(added["type"], "ADDED");
+    let bookmark = w.next(SECONDS).await.expect("a bookmark before the end");
+    assert_eq!(bookmark["type"], "BOOKMARK");
+    assert!(event_rv(&bookmark) >= now);
+    let at = started.elapsed();
+    assert!(at >= Duration::from_millis(1500) && at < Duration::from_millis(3500), "bookmark at {at:?}");
+    assert!(w.next(SECONDS).await.is_none(), "then the stream ends at the deadline");
+}

@@ -235,6 +235,12 @@ pub async fn render(state: &ApiState) -> Vec<u8> {
                     stats.terminated_watchers,
                 );
                 mirror(&METRICS.cache_initializations, &labels, (resource_label.clone(), "relists"), stats.relists);
+                mirror(
+                    &METRICS.undecodable,
+                    &[r.plural],
+                    (resource_label.clone(), "undecodable"),
+                    stats.undecodable_objects,
+                );
                 METRICS.storage_objects.with_label_values(&[&resource_label]).set(stats.objects as i64);
                 METRICS.cache_window_events.with_label_values(&labels).set(stats.window_events as i64);
                 METRICS.cache_window_oldest.with_label_values(&labels).set(stats.window_oldest_resource_version);
