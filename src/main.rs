@@ -2,9 +2,12 @@
 //!
 //! * `listwatch serve`: the API server (embedded store by default, real etcd with `--etcd`).
 //! * `listwatch bench`: load generators that measure a server from a separate process (watch
-//!   fan-out, creates, LISTs).
+//!   fan-out, creates, LISTs, startup).
+//! * `listwatch informer`: a shared informer from the client crate, showing its cache fill,
+//!   sync and events.
 
 mod bench;
+mod informer;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -22,6 +25,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Measure a server: watch fan-out, creates, LISTs (starts one unless --server is given).
     Bench(bench::BenchArgs),
+    /// Run an informer on a resource: the cache filling, the synced moment, then events.
+    Informer(informer::InformerArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -37,5 +42,6 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => runtime.block_on(serve::run(args)),
         Command::Bench(args) => runtime.block_on(bench::run(args)),
+        Command::Informer(args) => runtime.block_on(informer::run(args)),
     }
 }

@@ -1,0 +1,42 @@
+//! `listwatch informer`: the cache fills, it says when it is synced, then events follow.
+
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::on_both_backends;
+use crate::support::{Backend, Server};
+
+on_both_backends!(informer_command_shows_fill_sync_and_events);
+
+async fn informer_command_shows_fill_sync_and_events(backend: Backend) {
+    let server = Server::start("informer-cli", backend, &[]).await;
+    for i in 0..3 {
+        server
+            .post_json("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": format!("pre{i}")}}))
+            .await;
+    }
+    let binary = std::env::var_os("LISTWATCH_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_listwatch").into());
+    let mut child = tokio::process::Command::new(binary)
+        .args(["informer", "cm", "-n", "default", "--duration", "30s", "--kubeconfig"])
+        .arg(&server.kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next =
+        async || tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await.unwrap().unwrap().unwrap();
+    assert!(next().await.contains("informer for configmaps (ConfigMap), namespace default"));
+    for n in 1..=3 {
+        assert!(next().await.contains(&format!("cache filling: {n} objects")));
+    }
+    assert!(next().await.contains("synced: 3 objects in the cache"));
+    server.post_json("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": "live"}})).await;
+    assert!(next().await.contains("ADDED    default/live"));
+    server.send("DELETE", "/api/v1/namespaces/default/configmaps/live", "application/json", "").await;
+    assert!(next().await.contains("DELETED  default/live"));
+}
