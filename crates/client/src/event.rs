@@ -431,26 +431,8 @@ impl EventDecoder {
 #[cfg(feature = "protobuf")]
 pub fn decode_protobuf_event<K: DeserializeOwned>(message: &[u8]) -> Result<WatchEvent<K>, Error> {
     let bad = |m: &str| Error::decode("a protobuf watch event", m);
-    let mut event_type = None;
-    let mut raw: &[u8] = &[];
-    for field in ProtoFields::new(message) {
-        match field.map_err(bad)? {
-            (1, payload) => {
-                let text = std::str::from_utf8(payload).map_err(|_| bad("the type is not UTF-8"))?;
-                event_type =
-                    Some(EventType::parse(text).ok_or_else(|| bad(&format!("unknown watch event type {text:?}")))?);
-            }
-            (2, extension) => {
-                for inner in ProtoFields::new(extension) {
-                    if let (1, bytes) = inner.map_err(bad)? {
-                        raw = bytes;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    let event_type = event_type.ok_or_else(|| bad("no type"))?;
+    let (text, raw) = listwatch_proto::decode_watch_event(message).map_err(|e| bad(&e.to_string()))?;
+    let event_type = EventType::parse(text).ok_or_else(|| bad(&format!("unknown watch event type {text:?}")))?;
     let object = decode_protobuf_object(raw)?;
     let seed = ObjectSeed::<K>(event_type, PhantomData);
     seed.deserialize(object).map_err(|e| Error::decode("a protobuf watch event's object", e))
@@ -481,73 +463,6 @@ pub fn decode_protobuf_object(enveloped: &[u8]) -> Result<serde_json::Value, Err
 
 /// The fields of a protobuf message, length-delimited payloads borrowed (a watch event needs
 /// nothing else).
-#[cfg(feature = "protobuf")]
-struct ProtoFields<'a> {
-    rest: &'a [u8],
-}
-
-#[cfg(feature = "protobuf")]
-impl<'a> ProtoFields<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
-        ProtoFields { rest: bytes }
-    }
-
-    fn varint(&mut self) -> Result<u64, &'static str> {
-        let mut value = 0_u64;
-        for (i, &byte) in self.rest.iter().enumerate().take(10) {
-            value |= u64::from(byte & 0x7f) << (7 * i);
-            if byte < 0x80 {
-                self.rest = &self.rest[i + 1..];
-                return Ok(value);
-            }
-        }
-        Err("truncated varint")
-    }
-
-    fn take(&mut self, len: usize) -> Result<&'a [u8], &'static str> {
-        if self.rest.len() < len {
-            return Err("truncated field");
-        }
-        let (taken, rest) = self.rest.split_at(len);
-        self.rest = rest;
-        Ok(taken)
-    }
-
-    fn field(&mut self) -> Result<(u64, &'a [u8]), &'static str> {
-        let key = self.varint()?;
-        let payload = match key & 7 {
-            0 => {
-                self.varint()?;
-                &[][..]
-            }
-            1 => self.take(8)?,
-            2 => {
-                let len = usize::try_from(self.varint()?).map_err(|_| "length out of range")?;
-                self.take(len)?
-            }
-            5 => self.take(4)?,
-            _ => return Err("unsupported wire type"),
-        };
-        Ok((key >> 3, payload))
-    }
-}
-
-#[cfg(feature = "protobuf")]
-impl<'a> Iterator for ProtoFields<'a> {
-    type Item = Result<(u64, &'a [u8]), &'static str>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.rest.is_empty() {
-            return None;
-        }
-        let field = self.field();
-        if field.is_err() {
-            self.rest = &[];
-        }
-        Some(field)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

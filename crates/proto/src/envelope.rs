@@ -112,6 +112,32 @@ pub fn encode_watch_event(event_type: &str, object: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Reads a metav1.WatchEvent message (a frame's body, or a WebSocket binary message): its type
+/// and its object's bytes (the enveloped object), both borrowed.
+pub fn decode_watch_event(message: &[u8]) -> Result<(&str, &[u8]), ProtoError> {
+    let malformed = |why: &str| ProtoError::Malformed(format!("watch event: {why}"));
+    let mut event_type = None;
+    let mut object: &[u8] = &[];
+    let mut fields = Reader::new(message);
+    while let Some((number, value)) = fields.next_field().map_err(&malformed)? {
+        match (number, value) {
+            (1, FieldValue::Bytes(text)) => {
+                event_type = Some(std::str::from_utf8(text).map_err(|_| malformed("the type is not UTF-8"))?);
+            }
+            (2, FieldValue::Bytes(extension)) => {
+                let mut inner = Reader::new(extension);
+                while let Some((number, value)) = inner.next_field().map_err(&malformed)? {
+                    if let (1, FieldValue::Bytes(raw)) = (number, value) {
+                        object = raw;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok((event_type.ok_or_else(|| malformed("no type"))?, object))
+}
+
 /// Everything of a framed watch event that comes before the object bytes: the 4-byte
 /// big-endian frame length, then the WatchEvent fields up to where `object.raw`'s payload
 /// starts. `watch_event_prefix(t, object.len())` followed by `object` is exactly

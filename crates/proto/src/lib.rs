@@ -48,7 +48,8 @@ use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
 use serde_json::{Map, Value};
 
 pub use envelope::{
-    Envelope, ListMeta, MAGIC, encode_watch_event, frame, unwrap_unknown, watch_event_prefix, wrap_unknown,
+    Envelope, ListMeta, MAGIC, decode_watch_event, encode_watch_event, frame, unwrap_unknown, watch_event_prefix,
+    wrap_unknown,
 };
 /// The prost-reflect this crate's descriptors belong to, for callers that want to inspect
 /// messages themselves.
