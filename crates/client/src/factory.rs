@@ -178,8 +178,10 @@ impl SharedInformerFactory {
         } else {
             format!("{}.{}", resource.plural, resource.group)
         };
-        let informer =
-            SharedInformer::new(api, InformerConfig { reflector, default_resync: self.inner.default_resync });
+        let informer = SharedInformer::new(
+            api,
+            InformerConfig { reflector, default_resync: self.inner.default_resync, ..InformerConfig::default() },
+        );
         informers.insert(key, Arc::new(informer.clone()));
         informer
     }

@@ -57,7 +57,7 @@ use crate::reflector::{ErrorHandler, ListerWatcher, Reflector, ReflectorConfig, 
 use crate::resource::Object;
 use crate::store::{IndexConflict, IndexFn, Store};
 
-/// client-go's `minimumResyncPeriod`.
+/// client-go's `minimumResyncPeriod`, the default of [`InformerConfig::minimum_resync_period`].
 pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
 
 /// The first backlog a handler is warned about (client-go's `initialBufferSize`).
@@ -217,11 +217,23 @@ impl<K: Send + Sync + 'static> EventHandler<K> for HandlerFns<K> {
 }
 
 /// An informer's settings.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct InformerConfig {
     pub reflector: ReflectorConfig,
     /// The resync period of handlers added without one (`None`: no resync).
     pub default_resync: Option<Duration>,
+    /// Shorter resync periods are raised to this (client-go: 1 s).
+    pub minimum_resync_period: Duration,
+}
+
+impl Default for InformerConfig {
+    fn default() -> Self {
+        InformerConfig {
+            reflector: ReflectorConfig::default(),
+            default_resync: None,
+            minimum_resync_period: MINIMUM_RESYNC_PERIOD,
+        }
+    }
 }
 
 /// A handler's registration: its sync state and backlog, and the way to remove it.
@@ -432,7 +444,8 @@ impl<K: Object> SharedInformer<K> {
         self.add_event_handler_with_resync(handler, resync)
     }
 
-    /// Adds a handler with its own resync period (`None`: never; at least 1 s). It first gets
+    /// Adds a handler with its own resync period (`None`: never; at least
+    /// [`InformerConfig::minimum_resync_period`]). It first gets
     /// every cached object as an initial-list add.
     pub fn add_event_handler_with_resync(
         &self,
@@ -485,7 +498,8 @@ impl<K: Object> SharedInformer<K> {
         if matches!(*self.shared.run.lock(), RunState::Stopped) {
             return Err(Error::InvalidRequest("the informer has stopped".into()));
         }
-        let resync = resync.map(|period| period.max(MINIMUM_RESYNC_PERIOD));
+        let minimum = self.shared.config.lock().minimum_resync_period;
+        let resync = resync.map(|period| period.max(minimum));
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let pending = Arc::new(AtomicUsize::new(0));
         let synced = Arc::new(watch::channel(false).0);

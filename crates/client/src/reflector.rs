@@ -2,19 +2,29 @@
 //! with exactly client-go's rules for which resourceVersion to ask for and when to relist
 //! (spec client-machinery.md §1.1–§1.4, §6).
 //!
-//! It is an explicit state machine (the private `State` enum), advanced one transition at a time by
-//! [`Reflector::next_event`], which returns the next [`ReflectorEvent`] for the consumer (an
-//! informer, or anything else):
+//! It is an explicit state machine (the private `State` enum), advanced one transition at a
+//! time by [`Reflector::next_event`], which returns the next [`ReflectorEvent`] for the consumer
+//! (an informer, or anything else):
 //!
 //! ```text
-//!            ┌──────────── list / streaming list fails ───────────┐
-//!            v                                                    │
-//!   Unsynced ──list OK──> Synced ──watch opened──> Watching ──────┤ in-stream 410, unknown error,
-//!      │  ^                 ^  ^                     │   │        │ very short watch  ─> BackingOff(then Unsynced)
-//!      │  │                 │  └── stream ended ─────┘   │        │
-//!      │  └─ no bookmark ─┐ └─ 429 / refused ─ BackingOff(then Synced)
-//!      v                  │
-//!   StreamingList ── initial-events-end bookmark ──> Watching (same stream)
+//! state          input                                          next
+//! Unsynced       streaming lists on (and not given up on)       StreamingList
+//! Unsynced       LIST ok                                        Synced               emits Replace
+//! Unsynced       LIST 410 / "Too large"                         LIST again at "" at once
+//! Unsynced       LIST failed                                    BackingOff → Unsynced
+//! StreamingList  ADDED / MODIFIED / DELETED                     StreamingList        buffered
+//! StreamingList  initial-events-end bookmark                    Watching (same stream), emits Replace
+//! StreamingList  410 / "Too large"                              Unsynced, RV "" (stream again)
+//! StreamingList  429 / connection refused                       BackingOff → Unsynced
+//! StreamingList  other error, early end, wait over, N attempts  Unsynced, LIST this time
+//! Synced         watch opened                                   Watching
+//! Synced         429 / connection refused                       BackingOff → Synced
+//! Synced         any other error                                BackingOff → Unsynced
+//! Watching       event or bookmark                              Watching             emits it, RV advances
+//! Watching       stream ended / connection dropped / idle       Synced (re-watch at once)
+//! Watching       in-stream 429                                  BackingOff → Synced
+//! Watching       410, unknown error, very short watch           BackingOff → Unsynced (relist)
+//! BackingOff     delay over                                     Unsynced or Synced
 //! ```
 //!
 //! The resourceVersion rules, with the client-go source they come from:
@@ -81,9 +91,6 @@ impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
 /// client-go's pager default page size.
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
 
-/// How many times one sync tries a streaming list before it lists instead.
-const MAX_STREAMING_LIST_ATTEMPTS: u32 = 3;
-
 /// Reports an error and what the reflector does about it.
 pub type ErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
 
@@ -109,6 +116,8 @@ pub struct ReflectorConfig {
     pub initial_events_timeout: Duration,
     /// How often to warn while that bookmark is awaited. Default 10 s (client-go's).
     pub initial_events_warning_interval: Duration,
+    /// How many streaming lists one sync tries (after 410s and 429s) before it lists. Default 3.
+    pub streaming_list_attempts: u32,
     /// A watch that ends within this with no event at all is an error and causes a relist
     /// (client-go `VeryShortWatchError`). Default 1 s.
     pub very_short_watch: Duration,
@@ -132,6 +141,7 @@ impl Default for ReflectorConfig {
             streaming_list: false,
             initial_events_timeout: Duration::from_secs(60),
             initial_events_warning_interval: Duration::from_secs(10),
+            streaming_list_attempts: 3,
             very_short_watch: Duration::from_secs(1),
             list_timeout: Some(Duration::from_secs(300)),
             error_handler: None,
@@ -386,17 +396,16 @@ impl<K: Object> Reflector<K> {
 
     async fn list(&mut self) -> Option<ReflectorEvent<K>> {
         let resource_version = self.relist_resource_version();
-        let mut result = self.list_pages(&resource_version).await;
-        if let Err(e) = &result
-            && (e.is_expired() || e.is_too_large_resource_version())
-        {
-            self.resource_version_unavailable = true;
-            let Err(e) = std::mem::replace(&mut result, Err(Error::InvalidRequest(String::new()))) else {
-                unreachable!()
-            };
-            self.report(e, Phase::List, Recovery::RetryListConsistent);
-            result = self.list_pages(&self.relist_resource_version()).await;
-        }
+        let result = match self.list_pages(&resource_version).await {
+            Err(e) if e.is_expired() || e.is_too_large_resource_version() => {
+                // The RV is gone (or not reached yet): at once, a consistent list at "".
+                self.resource_version_unavailable = true;
+                self.report(e, Phase::List, Recovery::RetryListConsistent);
+                let consistent = self.relist_resource_version();
+                self.list_pages(&consistent).await
+            }
+            other => other,
+        };
         match result {
             Ok(list) => {
                 let resource_version = list.metadata.resource_version;
@@ -503,7 +512,7 @@ impl<K: Object> Reflector<K> {
     /// client-go `watchList` retries: 410/TooLarge at `""` at once, 429/refused after a backoff,
     /// anything else lists instead; bounded, unlike client-go.
     fn streaming_list_failed(&mut self, error: Error) {
-        if self.streaming_list_attempts >= MAX_STREAMING_LIST_ATTEMPTS {
+        if self.streaming_list_attempts >= self.config.streaming_list_attempts {
             self.report(error, Phase::StreamingList, Recovery::FallBackToList);
             self.fall_back_to_list = true;
             self.state = State::Unsynced;

@@ -20,7 +20,9 @@ use listwatch_client::{
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use support::{Backend, Server, WAIT, configmap, configmaps, fast_reflector, server_state, storm, write_retrying};
+use support::{
+    Backend, Server, WAIT, configmap, configmaps, fast_reflector, server_state, storm, while_throttled, write_retrying,
+};
 use tokio::sync::watch;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -214,7 +216,9 @@ async fn watch_errors_arrive_as_statuses() {
             let variant = api.clone().with_watch_transport(transport).with_encoding(encoding);
             // The history before the reset is gone: a watch from an older RV gets a 410 ERROR.
             let old = (rv.parse::<u64>().unwrap() - 1).to_string();
-            let mut stream = variant.watch(&WatchParams::default().at(&old)).await.unwrap();
+            // Right after the reset the cache is rebuilding and answers 429 for a moment.
+            let params = WatchParams::default().at(&old);
+            let mut stream = while_throttled(|| variant.watch(&params)).await.unwrap();
             let event = tokio::time::timeout(WAIT, stream.next()).await.unwrap().unwrap().unwrap();
             let WatchEvent::Error(status) = event else { panic!("{transport:?} {encoding:?}: {event:?}") };
             assert_eq!((status.code, status.reason.as_str()), (410, "Expired"), "{transport:?} {encoding:?}");
@@ -223,11 +227,11 @@ async fn watch_errors_arrive_as_statuses() {
     }
     // A WebSocket refused before the upgrade keeps the server's Status.
     let bad = api.clone().with_watch_transport(WatchTransport::WebSocket);
-    let refused =
-        match bad.watch(&WatchParams { field_selector: Some("nope=1".into()), ..WatchParams::default() }).await {
-            Err(e) => e,
-            Ok(_) => panic!("a bad field selector is refused"),
-        };
+    let params = WatchParams { field_selector: Some("nope=1".into()), ..WatchParams::default() };
+    let refused = match while_throttled(|| bad.watch(&params)).await {
+        Err(e) => e,
+        Ok(_) => panic!("a bad field selector is refused"),
+    };
     assert_eq!(refused.code(), Some(400), "{refused}");
 }
 
@@ -398,7 +402,7 @@ impl Harness {
         let sink = reports.clone();
         let reflector =
             ReflectorConfig { error_handler: Some(Arc::new(move |r: &ReflectorError| sink.push(r))), ..reflector };
-        let informer = SharedInformer::new(api.clone(), InformerConfig { reflector, default_resync: None });
+        let informer = SharedInformer::new(api.clone(), InformerConfig { reflector, ..InformerConfig::default() });
         let checker = Checker::new();
         let registration = informer.add_event_handler(CheckerHandler(checker.clone())).unwrap();
         informer.start();
@@ -457,15 +461,15 @@ async fn forced_410(backend: Backend, streaming_list: bool) {
     let api = configmaps(&client, "default");
     let elsewhere = configmaps(&client, "kube-system");
     storm(&api, "before", 2, 10, 1).await;
-    // A fixed 2 s backoff: the window in which the informer is not watching, below.
+    // A fixed 5 s backoff: the window in which the informer is not watching, below.
     let reflector = ReflectorConfig {
         streaming_list,
         // The reset ends the informer's watch, maybe less than a second after it opened with
         // no event yet; this test wants the re-watch (and its 410), not a very-short relist.
         very_short_watch: Duration::ZERO,
         backoff: listwatch_client::BackoffConfig {
-            initial: Duration::from_secs(2),
-            max: Duration::from_secs(2),
+            initial: Duration::from_secs(5),
+            max: Duration::from_secs(5),
             jitter: 0.0,
             ..Default::default()
         },
@@ -485,11 +489,13 @@ async fn forced_410(backend: Backend, streaming_list: bool) {
             *phase == Phase::Watching && *recovery == Recovery::Relist && error.contains("410")
         })
         .await;
-    // The informer now waits 2 s before relisting and watches nothing: these deletes and
+    // The informer now waits 5 s before relisting and watches nothing: these deletes and
     // updates are only learnt from the relist, the deletes as final-state-unknown tombstones.
-    api.delete("before-0-1").await.unwrap();
-    api.delete("before-1-1").await.unwrap();
-    api.patch_merge("before-0-2", &json!({"data": {"v": "changed"}})).await.unwrap();
+    for name in ["before-0-1", "before-1-1"] {
+        write_retrying(&[404], || async { api.delete(name).await.map(|_| DynamicObject(json!({}))) }).await;
+    }
+    let patch = json!({"data": {"v": "changed"}});
+    write_retrying(&[], || api.patch_merge("before-0-2", &patch)).await;
     harness.converge("after the relist").await;
     let mut tombstones = harness.checker.tombstones.lock().clone();
     tombstones.sort();

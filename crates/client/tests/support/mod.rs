@@ -211,9 +211,28 @@ pub fn configmap(name: &str, value: &str) -> serde_json::Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": value}})
 }
 
+/// Retries `request` while the server answers 429 (as it does while a watch cache is being
+/// rebuilt after a reset), waiting the Retry-After it names; at most [`WAIT`] in all.
+pub async fn while_throttled<T, F, Fut>(mut request: F) -> Result<T, listwatch_client::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, listwatch_client::Error>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        match request().await {
+            Err(e) if e.is_too_many_requests() && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(e.retry_after().unwrap_or(Duration::from_millis(100))).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// The server's state: key → resourceVersion, from a consistent list.
 pub async fn server_state(api: &Api<DynamicObject>) -> BTreeMap<String, String> {
-    let list = api.list(&ListParams::default()).await.expect("a consistent list");
+    let params = ListParams::default();
+    let list = while_throttled(|| api.list(&params)).await.expect("a consistent list");
     list.items.iter().map(|o| (o.key(), o.resource_version().unwrap_or("").to_owned())).collect()
 }
 
