@@ -12,11 +12,22 @@ on_both_backends!(informer_command_shows_fill_sync_and_events);
 
 async fn informer_command_shows_fill_sync_and_events(backend: Backend) {
     let server = Server::start("informer-cli", backend, &[]).await;
+    let mut last_rv = String::new();
     for i in 0..3 {
-        server
+        let (_, created) = server
             .post_json("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": format!("pre{i}")}}))
             .await;
+        last_rv = created["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
     }
+    // The informer's first list (resourceVersion "0") may be served by a watch cache that has not
+    // seen the last writes yet (kube-apiserver's too, on etcd); a list "not older than" the last
+    // write waits until it has.
+    let (code, _) = server
+        .get(&format!(
+            "/api/v1/namespaces/default/configmaps?resourceVersion={last_rv}&resourceVersionMatch=NotOlderThan"
+        ))
+        .await;
+    assert_eq!(code, 200);
     let binary = std::env::var_os("LISTWATCH_BIN")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_listwatch").into());
@@ -32,7 +43,8 @@ async fn informer_command_shows_fill_sync_and_events(backend: Backend) {
         async || tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await.unwrap().unwrap().unwrap();
     assert!(next().await.contains("informer for configmaps (ConfigMap), namespace default"));
     for n in 1..=3 {
-        assert!(next().await.contains(&format!("cache filling: {n} objects")));
+        let line = next().await;
+        assert!(line.contains(&format!("cache filling: {n} objects")), "{line}");
     }
     assert!(next().await.contains("synced: 3 objects in the cache"));
     server.post_json("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": "live"}})).await;
