@@ -297,22 +297,17 @@ fn new_pod(deployment: &Deployment) -> Value {
     })
 }
 
-/// The owner reference that controls `pod` (at most one has `controller: true`).
-fn controller_reference(pod: &Pod) -> Option<&Value> {
-    pod.metadata.owner_references.as_ref()?.iter().find(|owner| owner["controller"] == true)
-}
-
 fn controller_uid(pod: &Pod) -> Option<&str> {
-    controller_reference(pod)?["uid"].as_str()
+    Some(&pod.metadata.controller_of()?.uid)
 }
 
 /// The queue key of the deployment controlling `pod`, if one does.
 fn owning_deployment(pod: &Pod) -> Option<String> {
-    let owner = controller_reference(pod)?;
-    if owner["apiVersion"] != "apps/v1" || owner["kind"] != "Deployment" {
+    let owner = pod.metadata.controller_of()?;
+    if owner.api_version != "apps/v1" || owner.kind != "Deployment" {
         return None;
     }
-    Some(object_key(pod.namespace(), owner["name"].as_str()?))
+    Some(object_key(pod.namespace(), &owner.name))
 }
 
 #[tokio::main]

@@ -13,12 +13,14 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use http::Method;
 use http::header::CONTENT_TYPE;
+use http_body_util::BodyExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::client::Client;
 use crate::error::Error;
 use crate::event::{DEFAULT_MAX_EVENT_BYTES, StreamFormat};
+use crate::list_decoder::ListDecoder;
 use crate::params::{ListParams, WatchParams};
 use crate::reflector::ListerWatcher;
 use crate::resource::{ApiResource, Object, ObjectList, Resource};
@@ -183,10 +185,28 @@ impl<K: Object> Api<K> {
     }
 
     /// One LIST request (one page when `params.limit` is set).
+    ///
+    /// A JSON list is decoded item by item while it arrives ([`ListDecoder`]), so the body is
+    /// never held whole next to the objects.
     pub async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
         let path = with_query(self.collection(), &params.query());
-        let (headers, body) = self.client.request(Method::GET, &path, self.encoding.accept(), None).await?;
-        decode_body(&headers, &body, "a list")
+        self.client
+            .within_request_timeout(async {
+                let response = self.client.request_stream(Method::GET, &path, self.encoding.accept()).await?;
+                let (parts, mut body) = response.into_parts();
+                if is_protobuf(&parts.headers) {
+                    let bytes = body.collect().await.map_err(Error::Body)?.to_bytes();
+                    return decode_body(&parts.headers, &bytes, "a list");
+                }
+                let mut decoder = ListDecoder::new();
+                while let Some(frame) = body.frame().await {
+                    if let Ok(data) = frame.map_err(Error::Body)?.into_data() {
+                        decoder.push(&data)?;
+                    }
+                }
+                decoder.finish()
+            })
+            .await
     }
 
     /// Opens a WATCH. Returns once the server has accepted it (the 200 head, or the WebSocket
@@ -261,10 +281,14 @@ fn json<T: Serialize>(object: &T) -> Result<Bytes, Error> {
     serde_json::to_vec(object).map(Bytes::from).map_err(|e| Error::InvalidRequest(format!("encoding the body: {e}")))
 }
 
+fn is_protobuf(headers: &http::HeaderMap) -> bool {
+    let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    content_type.starts_with("application/vnd.kubernetes.protobuf")
+}
+
 /// A response body as `T`, by its content type.
 fn decode_body<T: DeserializeOwned>(headers: &http::HeaderMap, body: &[u8], what: &'static str) -> Result<T, Error> {
-    let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    if content_type.starts_with("application/vnd.kubernetes.protobuf") {
+    if is_protobuf(headers) {
         #[cfg(feature = "protobuf")]
         {
             let value = crate::event::decode_protobuf_object(body)?;
@@ -273,5 +297,7 @@ fn decode_body<T: DeserializeOwned>(headers: &http::HeaderMap, body: &[u8], what
         #[cfg(not(feature = "protobuf"))]
         return Err(Error::decode(what, "a protobuf response, and this build has no `protobuf` feature"));
     }
-    serde_json::from_slice(body).map_err(|e| Error::decode(what, e))
+    // One UTF-8 check for the whole body, not one per string (see `decode_json_event`).
+    let text = std::str::from_utf8(body).map_err(|e| Error::decode(what, e))?;
+    serde_json::from_str(text).map_err(|e| Error::decode(what, e))
 }

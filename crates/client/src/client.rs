@@ -216,12 +216,20 @@ impl Client {
         accept: &str,
         body: Option<(&str, Bytes)>,
     ) -> Result<(HeaderMap, Bytes), Error> {
-        let exchange = async {
+        self.within_request_timeout(async {
             let response = self.send(method, path_and_query, accept, body).await?;
             let (parts, body) = check_status(response).await?.into_parts();
             let bytes = body.collect().await.map_err(Error::Body)?.to_bytes();
             Ok((parts.headers, bytes))
-        };
+        })
+        .await
+    }
+
+    /// Runs a whole exchange within [`Config::request_timeout`] when set.
+    pub(crate) async fn within_request_timeout<T>(
+        &self,
+        exchange: impl Future<Output = Result<T, Error>>,
+    ) -> Result<T, Error> {
         match self.inner.config.request_timeout {
             Some(limit) => tokio::time::timeout(limit, exchange)
                 .await

@@ -83,6 +83,7 @@ pub mod error;
 pub mod event;
 pub mod factory;
 pub mod informer;
+mod list_decoder;
 pub mod lister;
 pub mod params;
 pub mod reflector;
@@ -111,7 +112,10 @@ pub use informer::{
 pub use lister::{Lister, NamespaceLister};
 pub use params::{ListParams, VersionMatch, WatchParams};
 pub use reflector::{ListerWatcher, Phase, Recovery, Reflector, ReflectorConfig, ReflectorError, ReflectorEvent};
-pub use resource::{ApiResource, DynamicObject, ListMeta, Object, ObjectList, ObjectMeta, Resource, object_key};
+pub use resource::{
+    ApiResource, DynamicObject, ListMeta, ManagedFieldsEntry, Object, ObjectList, ObjectMeta, OwnerReference, Resource,
+    object_key,
+};
 pub use retry_watcher::{RetryWatcher, RetryWatcherConfig};
 pub use selector::LabelSelector;
 pub use store::{IndexFn, NAMESPACE_INDEX, Store};

@@ -132,11 +132,54 @@ pub struct ObjectMeta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner_references: Option<Vec<Value>>,
+    pub owner_references: Option<Vec<OwnerReference>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finalizers: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub managed_fields: Option<Vec<Value>>,
+    pub managed_fields: Option<Vec<ManagedFieldsEntry>>,
+}
+
+impl ObjectMeta {
+    /// The owner reference with `controller: true`, if any (client-go `metav1.GetControllerOf`).
+    pub fn controller_of(&self) -> Option<&OwnerReference> {
+        self.owner_references.as_ref()?.iter().find(|owner| owner.controller == Some(true))
+    }
+}
+
+/// `metav1.OwnerReference`: an object this one depends on (the garbage collector deletes the
+/// dependent once every owner is gone).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnerReference {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+    /// Whether the owner is this object's managing controller (at most one is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_owner_deletion: Option<bool>,
+}
+
+/// `metav1.ManagedFieldsEntry`; the field set itself (`fieldsV1`) is kept as JSON.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedFieldsEntry {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manager: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields_type: Option<String>,
+    #[serde(default, rename = "fieldsV1", skip_serializing_if = "Option::is_none")]
+    pub fields_v1: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subresource: Option<String>,
 }
 
 /// What caches, informers and watchers need to know about an object.

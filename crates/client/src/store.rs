@@ -262,10 +262,17 @@ impl<K: Object> Store<K> {
 
     /// [`insert`](Self::insert), and record `resource_version` in the same write.
     pub fn insert_at(&self, object: Arc<K>, resource_version: Option<&str>) -> Option<Arc<K>> {
-        let key: Key = object.key().into();
+        let key = object.key();
         let mut inner = self.inner.write();
-        let previous = inner.items.insert(key.clone(), object.clone());
-        inner.reindex(&key, previous.as_deref(), Some(&object));
+        // An update (the common case) keeps the key it has: no new `Arc<str>`.
+        let previous = match inner.items.get_mut(key.as_str()) {
+            Some(slot) => Some(std::mem::replace(slot, object.clone())),
+            None => inner.items.insert(Key::from(key.as_str()), object.clone()),
+        };
+        if !inner.indexers.is_empty() {
+            let key = inner.items.get_key_value(key.as_str()).map(|(k, _)| k.clone()).expect("just inserted");
+            inner.reindex(&key, previous.as_deref(), Some(&object));
+        }
         if let Some(rv) = resource_version {
             rv.clone_into(&mut inner.resource_version);
         }
