@@ -4,6 +4,7 @@ mod support;
 
 mod api_errors;
 mod gates;
+mod gc;
 mod informer_cli;
 mod kubectl;
 mod listing;

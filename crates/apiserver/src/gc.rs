@@ -1,29 +1,58 @@
-//! A small garbage collector: what kube-controller-manager's does for `propagationPolicy`.
+//! A small garbage collector: what kube-controller-manager's does for `propagationPolicy`, and
+//! for owner references that name no existing owner.
 //!
 //! * **Background** (the default): once an owner is gone, objects whose `ownerReferences`
-//!   name its uid are deleted (their own dependents follow the same way).
+//!   name its uid are deleted (their own dependents follow the same way), unless another of
+//!   their owners exists: then only the reference to the one gone is removed (below).
 //! * **Foreground**: the owner is kept with the `foregroundDeletion` finalizer while its
 //!   dependents are deleted; then the finalizer is removed, which deletes the owner.
 //! * **Orphan**: the owner is kept with the `orphan` finalizer while the references to it are
 //!   removed from its dependents; then the finalizer goes and the owner with it.
+//! * **Dangling references**: an object added or changed with `ownerReferences` has its owners
+//!   looked up, as kube's collector does for an owner it has not observed (upstream
+//!   `pkg/controller/garbagecollector/garbagecollector.go`: `attemptToDeleteItem`,
+//!   `classifyReferences`, `isDangling`). apiVersion and kind give the resource; the owner is
+//!   read by name in the dependent's namespace (cluster-wide for a cluster-scoped kind, so a
+//!   reference to an owner in another namespace dangles, as kubernetes.io's "Owners and
+//!   Dependents" says); it is absent if storage has no such object or one with another uid.
+//!   When every owner is absent the dependent is deleted (Background, or the policy its own
+//!   `orphan` / `foregroundDeletion` finalizer asks for, with uid and resourceVersion
+//!   preconditions, upstream `operations.go` `deleteObject`); when some exist, the dangling
+//!   references are removed from it instead. An owner whose apiVersion/kind this server does
+//!   not serve, or a namespaced owner of a cluster-scoped dependent, is not absent: nothing is
+//!   done (kube logs and retries; the kinds served here never change while the server runs, so
+//!   retrying would not help). Objects already being deleted are left alone.
 //!
 //! Like kube's collector, it learns of owners through watches (one per resource): a DELETED
-//! event queues the owner's dependents for deletion, a MODIFIED that carries `orphan` or
-//! `foregroundDeletion` with a deletionTimestamp queues that work. Whatever path deleted the
-//! owner (a DELETE, its last finalizer removed, a pod's grace period, a namespace going) is
-//! covered. When it starts, and whenever a watch had to restart, it reconciles: objects whose
-//! owners all no longer exist are deleted.
+//! event queues the owner's dependents for the check above, a MODIFIED that carries `orphan` or
+//! `foregroundDeletion` with a deletionTimestamp queues that work, and an ADDED or MODIFIED
+//! object whose JSON mentions `ownerReferences` is queued for the check itself. Whatever path
+//! deleted the owner (a DELETE, its last finalizer removed, a pod's grace period, a namespace
+//! going) is covered. When it starts, and whenever a watch had to restart, it reconciles: every
+//! object with owner references is checked.
 //!
-//! Work is batched: one pass over the objects serves every owner queued since the last pass,
-//! so deleting a namespace with thousands of objects costs a few passes, not one per object.
-//! A pass only decodes objects whose JSON mentions `ownerReferences`.
+//! Owners are looked up in storage (a consistent read), never in the collector's own view of
+//! the objects: a dependent created a moment after its owner may reach the collector before the
+//! owner's ADDED event does, and must not be taken for an orphan.
+//!
+//! Work is batched: one pass serves every job queued since the last pass. It lists the objects
+//! only if an owner went (once for all of them) or to reconcile, so deleting a namespace with
+//! thousands of objects costs a few passes, not one per object; it reads each owner at most
+//! once, so thousands of pods of one ReplicaSet created together cost one read. A pass only
+//! decodes objects whose JSON mentions `ownerReferences`, and of those only the references,
+//! finalizers and deletionTimestamp.
+//!
+//! Sources (the project's spec does not cover the collector): kubernetes/kubernetes
+//! `pkg/controller/garbagecollector/` (`garbagecollector.go`, `operations.go`,
+//! `graph_builder.go`), and <https://kubernetes.io/docs/concepts/overview/working-with-objects/owners-dependents/>.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use listwatch_meta::Object;
+use listwatch_meta::{ApiError, Object};
 use listwatch_storage::{KeyRange, RangeRequest};
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -36,9 +65,8 @@ use crate::watch::Source;
 use crate::write::{self, DeleteOptions, Step};
 
 /// Work for the collector.
-#[derive(Debug)]
 pub enum Job {
-    /// The owner with this uid is gone: delete its dependents.
+    /// The owner with this uid is gone: check its dependents.
     OwnerDeleted { uid: String },
     /// The owner is being deleted in the foreground or orphaning: finish that.
     OwnerFinalizing {
@@ -49,6 +77,9 @@ pub enum Job {
         uid: String,
         finalizer: String,
     },
+    /// An object with owner references was added or changed (this version): check that its
+    /// owners exist.
+    Dependent { store: Arc<ResourceStore>, object: Arc<Object> },
 }
 
 /// What the watches report to the collector.
@@ -60,7 +91,7 @@ enum Signal {
 
 /// Starts the collector; its watches begin at storage's revision now, so nothing deleted
 /// after this call is missed.
-pub async fn start(state: &Arc<ApiState>) -> Result<(), listwatch_meta::ApiError> {
+pub async fn start(state: &Arc<ApiState>) -> Result<(), ApiError> {
     let from = state.storage.current_revision().await.map_err(crate::resource::storage_error)?;
     let (tx, rx) = mpsc::unbounded_channel();
     for store in state.stores() {
@@ -128,6 +159,12 @@ async fn watch_owners(
                                 finalizer,
                             }));
                         }
+                        if mentions_owner_references(o) {
+                            // Checked in the next pass (kube's graph builder queues a dependent
+                            // of an owner it has not observed the same way).
+                            let _ =
+                                signals.send(Signal::Job(Job::Dependent { store: store.clone(), object: o.clone() }));
+                        }
                     }
                     WatchEvent::Bookmark { resource_version, .. } => from = *resource_version,
                     WatchEvent::Error(_) => {
@@ -163,7 +200,7 @@ fn pending_gc_finalizers(object: &Object) -> Vec<String> {
 }
 
 /// A watch of every object of `store` after `from`.
-async fn open(state: &ApiState, store: &ResourceStore, from: i64) -> Result<Source, listwatch_meta::ApiError> {
+async fn open(state: &ApiState, store: &ResourceStore, from: i64) -> Result<Source, ApiError> {
     match &store.cache {
         Some(cache) => {
             let options = WatcherOptions {
@@ -192,10 +229,16 @@ async fn open(state: &ApiState, store: &ResourceStore, from: i64) -> Result<Sour
     }
 }
 
+/// The shortest and longest wait before a pass that has work left over (foreground owners
+/// waiting for their dependents; failures double the wait up to the longest).
+const RETRY_MIN: Duration = Duration::from_millis(50);
+const RETRY_MAX: Duration = Duration::from_secs(5);
+
 async fn run(state: Weak<ApiState>, mut signals: mpsc::UnboundedReceiver<Signal>) {
     let mut pending: Vec<Job> = Vec::new();
     // Owners may have gone while the server was down.
     let mut reconcile = true;
+    let mut wait = RETRY_MIN;
     loop {
         if pending.is_empty() && !reconcile {
             match signals.recv().await {
@@ -214,46 +257,164 @@ async fn run(state: Weak<ApiState>, mut signals: mpsc::UnboundedReceiver<Signal>
         if *state.shutdown.borrow() {
             return;
         }
-        if std::mem::take(&mut reconcile)
-            && let Err(e) = delete_orphaned(&state).await
-        {
-            tracing::warn!(error = %e, "garbage collector could not reconcile");
-        }
         let batch = std::mem::take(&mut pending);
-        match pass(&state, batch).await {
-            Ok(retry) => pending.extend(retry),
-            Err(e) => tracing::warn!(error = %e, "garbage collection pass failed"),
-        }
-        if !pending.is_empty() {
-            // Foreground owners wait for their dependents to go.
+        let outcome = pass(&state, batch, std::mem::take(&mut reconcile)).await;
+        pending.extend(outcome.retry);
+        reconcile |= outcome.reconcile_again;
+        wait = if outcome.failed { (wait * 2).min(RETRY_MAX) } else { RETRY_MIN };
+        if !pending.is_empty() || reconcile {
+            // Foreground owners wait for their dependents to go; failures wait for storage.
             drop(state);
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(wait).await;
         }
     }
 }
 
-/// Deletes objects all of whose owners are gone (missed events, or a restart).
-async fn delete_orphaned(state: &ApiState) -> Result<(), listwatch_meta::ApiError> {
-    let mut live = HashSet::new();
-    let mut owned = Vec::new();
-    for store in state.stores() {
-        for object in all_objects(store).await? {
-            live.insert(object.uid().to_string());
-            let owners = owner_uids(&object);
-            if !owners.is_empty() {
-                owned.push((store.clone(), object, owners));
+/// What a pass leaves for the next one.
+#[derive(Default)]
+struct Outcome {
+    /// Jobs to run again (foreground owners whose dependents are still there, failures).
+    retry: Vec<Job>,
+    /// The reconcile could not list the objects.
+    reconcile_again: bool,
+    /// Something failed (the next pass waits longer).
+    failed: bool,
+}
+
+/// Where an object lives: (group, plural, namespace, name).
+type ObjectKey = (&'static str, &'static str, Option<String>, String);
+
+/// Objects to check, one version per object (the newest seen).
+#[derive(Default)]
+struct Candidates {
+    by_key: HashMap<ObjectKey, (Arc<ResourceStore>, Arc<Object>)>,
+}
+
+impl Candidates {
+    fn add(&mut self, store: Arc<ResourceStore>, object: Arc<Object>) {
+        let key = (
+            store.resource.group,
+            store.resource.plural,
+            namespace_of(&object).map(String::from),
+            object.name().to_string(),
+        );
+        match self.by_key.get_mut(&key) {
+            Some(seen) if seen.1.resource_version() >= object.resource_version() => {}
+            Some(seen) => *seen = (store, object),
+            None => {
+                self.by_key.insert(key, (store, object));
             }
         }
     }
-    for (store, object, owners) in owned {
-        if owners.iter().all(|uid| !live.contains(uid)) {
-            delete_dependent(state, &store, &object).await;
-        }
-    }
-    Ok(())
 }
 
-async fn all_objects(store: &ResourceStore) -> Result<Vec<Arc<Object>>, listwatch_meta::ApiError> {
+/// One pass over the queued jobs (and, with `reconcile`, over every object with owners).
+///
+/// Order matters: every object to check is listed or received before the first owner is read,
+/// so an owner read as absent was absent after the dependent was written (a dependent created
+/// after its owner always finds it), and the absence may be cached for the whole pass.
+async fn pass(state: &ApiState, jobs: Vec<Job>, reconcile: bool) -> Outcome {
+    let mut outcome = Outcome::default();
+    let mut gone = Vec::new();
+    let mut finalizing = Vec::new();
+    let mut candidates = Candidates::default();
+    for job in jobs {
+        match job {
+            Job::OwnerDeleted { uid } => gone.push(uid),
+            Job::OwnerFinalizing { .. } => finalizing.push(job),
+            Job::Dependent { store, object } => candidates.add(store, object),
+        }
+    }
+    if reconcile {
+        match owned_objects(state).await {
+            Ok(owned) => {
+                for (store, object) in owned {
+                    candidates.add(store, object);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "garbage collector could not reconcile");
+                outcome.reconcile_again = true;
+                outcome.failed = true;
+            }
+        }
+    }
+    // One listing serves every owner that went or is finalizing.
+    let owners: HashSet<String> = gone
+        .iter()
+        .cloned()
+        .chain(finalizing.iter().filter_map(|j| match j {
+            Job::OwnerFinalizing { uid, .. } => Some(uid.clone()),
+            _ => None,
+        }))
+        .collect();
+    let found = if owners.is_empty() {
+        Dependents::new()
+    } else {
+        match dependents(state, &owners).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "garbage collection pass failed");
+                outcome.failed = true;
+                outcome.retry.extend(gone.into_iter().map(|uid| Job::OwnerDeleted { uid }));
+                outcome.retry.extend(finalizing);
+                gone = Vec::new();
+                finalizing = Vec::new();
+                Dependents::new()
+            }
+        }
+    };
+    // The dependents of an owner that went are checked like any other (kube queues them for
+    // `attemptToDeleteItem`): deleted if no other owner of theirs exists.
+    for uid in &gone {
+        for (store, dependent) in found.get(uid).into_iter().flatten() {
+            candidates.add(store.clone(), dependent.clone());
+        }
+    }
+    for job in finalizing {
+        let Job::OwnerFinalizing { group, plural, namespace, name, uid, finalizer } = job else { continue };
+        let deps = found.get(&uid).map(Vec::as_slice).unwrap_or_default();
+        if finalizer == "orphan" {
+            for (store, dependent) in deps {
+                remove_owner_references(store, dependent, &[uid.as_str()]).await;
+            }
+        } else if !deps.is_empty() {
+            for (store, dependent) in deps {
+                delete_dependent(state, store, dependent).await;
+            }
+            outcome.retry.push(Job::OwnerFinalizing { group, plural, namespace, name, uid, finalizer });
+            continue;
+        }
+        let Some(store) = state.stores().find(|s| s.resource.group == group && s.resource.plural == plural) else {
+            continue;
+        };
+        remove_finalizer(store, namespace.as_deref(), &name, &uid, &finalizer).await;
+    }
+    let mut lookups = OwnerLookups::default();
+    for (store, object) in candidates.by_key.into_values() {
+        if let Err(e) = check_dependent(state, &mut lookups, &store, &object).await {
+            tracing::warn!(name = object.name(), error = %e, "garbage collector could not check a dependent's owners");
+            outcome.failed = true;
+            outcome.retry.push(Job::Dependent { store, object });
+        }
+    }
+    outcome
+}
+
+/// Every object that mentions owner references (the reconcile's candidates).
+async fn owned_objects(state: &ApiState) -> Result<Vec<(Arc<ResourceStore>, Arc<Object>)>, ApiError> {
+    let mut owned = Vec::new();
+    for store in state.stores() {
+        for object in all_objects(store).await? {
+            if mentions_owner_references(&object) {
+                owned.push((store.clone(), object));
+            }
+        }
+    }
+    Ok(owned)
+}
+
+async fn all_objects(store: &ResourceStore) -> Result<Vec<Arc<Object>>, ApiError> {
     match &store.cache {
         Some(cache) if cache.is_ready() => Ok(cache.list(None, None, None).await.map_err(|e| e.to_api_error())?.items),
         _ => {
@@ -271,32 +432,64 @@ async fn all_objects(store: &ResourceStore) -> Result<Vec<Arc<Object>>, listwatc
     }
 }
 
-/// The owner uids an object references.
-fn owner_uids(object: &Object) -> Vec<String> {
-    if memchr_contains(object.json(), b"\"ownerReferences\"") {
-        let value = object.value();
-        if let Some(refs) = value.pointer("/metadata/ownerReferences").and_then(Value::as_array) {
-            return refs.iter().filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from)).collect();
-        }
+/// One entry of `metadata.ownerReferences`, as far as the collector needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+struct OwnerReference {
+    #[serde(rename = "apiVersion", default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    uid: String,
+}
+
+/// The part of an object's metadata the collector reads (serde skips the rest unparsed).
+#[derive(Debug, Default, Deserialize)]
+struct DependentMeta {
+    #[serde(rename = "ownerReferences", default)]
+    owner_references: Vec<OwnerReference>,
+    #[serde(rename = "deletionTimestamp", default)]
+    deletion_timestamp: Option<String>,
+    #[serde(default)]
+    finalizers: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct DependentView {
+    #[serde(default)]
+    metadata: DependentMeta,
+}
+
+fn mentions_owner_references(object: &Object) -> bool {
+    memchr_contains(object.json(), b"\"ownerReferences\"")
+}
+
+/// The metadata the collector needs, if the object has owner references.
+fn dependent_meta(object: &Object) -> Option<DependentMeta> {
+    if !mentions_owner_references(object) {
+        return None;
     }
-    Vec::new()
+    let view: DependentView = serde_json::from_slice(object.json()).ok()?;
+    (!view.metadata.owner_references.is_empty()).then_some(view.metadata)
 }
 
 fn memchr_contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Every object that references an owner, by owner uid.
 /// Owner uid → the objects that reference it.
 type Dependents = HashMap<String, Vec<(Arc<ResourceStore>, Arc<Object>)>>;
 
-async fn dependents(state: &ApiState, owners: &HashSet<String>) -> Result<Dependents, listwatch_meta::ApiError> {
+async fn dependents(state: &ApiState, owners: &HashSet<String>) -> Result<Dependents, ApiError> {
     let mut found = Dependents::new();
     for store in state.stores() {
         for object in all_objects(store).await? {
-            for uid in owner_uids(&object) {
-                if owners.contains(&uid) {
-                    found.entry(uid).or_default().push((store.clone(), object.clone()));
+            let Some(meta) = dependent_meta(&object) else { continue };
+            for reference in meta.owner_references {
+                if owners.contains(&reference.uid) {
+                    found.entry(reference.uid).or_default().push((store.clone(), object.clone()));
                 }
             }
         }
@@ -304,52 +497,142 @@ async fn dependents(state: &ApiState, owners: &HashSet<String>) -> Result<Depend
     Ok(found)
 }
 
-/// One pass over the queued jobs; returns those that must wait (foreground owners whose
-/// dependents are still there).
-async fn pass(state: &ApiState, jobs: Vec<Job>) -> Result<Vec<Job>, listwatch_meta::ApiError> {
-    let owners: HashSet<String> = jobs
-        .iter()
-        .map(|j| match j {
-            Job::OwnerDeleted { uid } | Job::OwnerFinalizing { uid, .. } => uid.clone(),
-        })
-        .collect();
-    let found = dependents(state, &owners).await?;
-    let mut retry = Vec::new();
-    for job in jobs {
-        match job {
-            Job::OwnerDeleted { uid } => {
-                for (store, dependent) in found.get(&uid).into_iter().flatten() {
-                    delete_dependent(state, store, dependent).await;
-                }
+/// An owner reference checked against storage (upstream `isDangling`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OwnerState {
+    /// An object of that kind and name with that uid exists.
+    Present,
+    /// None exists, or one with another uid (a new object under the old name).
+    Absent,
+    /// Cannot be decided: a kind this server does not serve, or a namespaced owner of a
+    /// cluster-scoped dependent (upstream: a REST mapping error, retried;
+    /// `namespacedOwnerOfClusterScopedObjectErr`, given up). Never collected.
+    Unresolvable,
+}
+
+/// Owners read during one pass: (group, plural, namespace, name) → the uid stored there.
+#[derive(Default)]
+struct OwnerLookups {
+    read: HashMap<ObjectKey, Option<String>>,
+}
+
+impl OwnerLookups {
+    /// Whether `reference`, held by an object in `namespace` ("" for cluster-scoped), names
+    /// an existing owner. Reads storage at most once per owner per pass.
+    async fn state(
+        &mut self,
+        state: &ApiState,
+        namespace: &str,
+        reference: &OwnerReference,
+    ) -> Result<OwnerState, ApiError> {
+        let (group, version) = reference.api_version.split_once('/').unwrap_or(("", reference.api_version.as_str()));
+        let Some(store) = state
+            .stores()
+            .find(|s| s.resource.group == group && s.resource.version == version && s.resource.kind == reference.kind)
+        else {
+            tracing::debug!(
+                api_version = reference.api_version,
+                kind = reference.kind,
+                "owner reference to a kind not served; not collected"
+            );
+            return Ok(OwnerState::Unresolvable);
+        };
+        let scope = if store.resource.namespaced {
+            if namespace.is_empty() {
+                return Ok(OwnerState::Unresolvable);
             }
-            Job::OwnerFinalizing { group, plural, namespace, name, uid, finalizer } => {
-                let deps = found.get(&uid).map(Vec::as_slice).unwrap_or_default();
-                if finalizer == "orphan" {
-                    for (store, dependent) in deps {
-                        remove_owner_reference(store, dependent, &uid).await;
-                    }
-                } else if !deps.is_empty() {
-                    for (store, dependent) in deps {
-                        delete_dependent(state, store, dependent).await;
-                    }
-                    retry.push(Job::OwnerFinalizing { group, plural, namespace, name, uid, finalizer });
-                    continue;
-                }
-                let Some(store) = state.stores().find(|s| s.resource.group == group && s.resource.plural == plural)
-                else {
-                    continue;
-                };
-                remove_finalizer(store, namespace.as_deref(), &name, &uid, &finalizer).await;
+            Some(namespace.to_string())
+        } else {
+            None
+        };
+        let key = (store.resource.group, store.resource.plural, scope, reference.name.clone());
+        let uid = match self.read.get(&key) {
+            Some(uid) => uid.clone(),
+            None => {
+                let uid = store.read(key.2.as_deref(), &reference.name).await?.map(|o| o.uid().to_string());
+                self.read.insert(key, uid.clone());
+                uid
             }
+        };
+        Ok(if uid.as_deref() == Some(reference.uid.as_str()) { OwnerState::Present } else { OwnerState::Absent })
+    }
+}
+
+/// Checks one version of an object with owner references (upstream `attemptToDeleteItem` and
+/// `classifyReferences`): deletes it if all its owners are absent, removes the absent ones'
+/// references if some owner exists. Errors are storage failures (the caller retries).
+async fn check_dependent(
+    state: &ApiState,
+    lookups: &mut OwnerLookups,
+    store: &ResourceStore,
+    object: &Object,
+) -> Result<(), ApiError> {
+    let Some(meta) = dependent_meta(object) else { return Ok(()) };
+    if meta.deletion_timestamp.is_some() {
+        // Being deleted is a one-way trip (foreground deletion is the finalizing job's work).
+        return Ok(());
+    }
+    let mut present = false;
+    let mut absent = Vec::new();
+    for reference in &meta.owner_references {
+        match lookups.state(state, object.namespace(), reference).await? {
+            OwnerState::Present => present = true,
+            OwnerState::Absent => absent.push(reference.uid.as_str()),
+            // Upstream gives up on the whole item at the first reference it cannot classify.
+            OwnerState::Unresolvable => return Ok(()),
         }
     }
-    Ok(retry)
+    if absent.is_empty() {
+        return Ok(());
+    }
+    if present {
+        tracing::debug!(name = object.name(), dangling = ?absent, "garbage collector removes dangling owner references");
+        remove_owner_references(store, object, &absent).await;
+        return Ok(());
+    }
+    // Every owner is gone: delete it, honouring a propagation its own finalizers ask for.
+    let policy = if meta.finalizers.iter().any(|f| f == "orphan") {
+        "Orphan"
+    } else if meta.finalizers.iter().any(|f| f == "foregroundDeletion") {
+        "Foreground"
+    } else {
+        "Background"
+    };
+    tracing::debug!(name = object.name(), policy, "garbage collector deletes a dependent whose owners are all gone");
+    let mut options = DeleteOptions {
+        precondition_uid: Some(object.uid().to_string()),
+        precondition_rv: Some(object.resource_version()),
+        propagation_policy: Some(policy.to_string()),
+        ..Default::default()
+    };
+    match write::delete_one(state, store, namespace_of(object), object.name(), &options).await {
+        Ok(_) => return Ok(()),
+        Err(e) if e.code() == 404 => return Ok(()),
+        Err(e) if e.code() == 409 => {}
+        Err(e) => return Err(e),
+    }
+    // It changed since this version: if its owners did not, delete it anyway (upstream
+    // `deleteObject` retries without the resourceVersion precondition); if they did, its
+    // MODIFIED event brings the new version to a later pass.
+    let Some(latest) = store.read(namespace_of(object), object.name()).await? else { return Ok(()) };
+    if latest.uid() != object.uid()
+        || dependent_meta(&latest).map(|m| m.owner_references) != Some(meta.owner_references)
+    {
+        return Ok(());
+    }
+    options.precondition_rv = None;
+    match write::delete_one(state, store, namespace_of(object), object.name(), &options).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code() == 404 || e.code() == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 fn namespace_of(object: &Object) -> Option<&str> {
     (!object.namespace().is_empty()).then_some(object.namespace())
 }
 
+/// Deletes a dependent of a foreground owner.
 async fn delete_dependent(state: &ApiState, store: &ResourceStore, dependent: &Object) {
     let options = DeleteOptions { precondition_uid: Some(dependent.uid().to_string()), ..Default::default() };
     match write::delete_one(state, store, namespace_of(dependent), dependent.name(), &options).await {
@@ -359,13 +642,17 @@ async fn delete_dependent(state: &ApiState, store: &ResourceStore, dependent: &O
     }
 }
 
-async fn remove_owner_reference(store: &ResourceStore, dependent: &Object, owner_uid: &str) {
+/// Removes the references to `owner_uids` from this object (if it is still the same object).
+async fn remove_owner_references(store: &ResourceStore, dependent: &Object, owner_uids: &[&str]) {
     let result = write::guaranteed_update(store, namespace_of(dependent), dependent.name(), None, false, |existing| {
+        if existing.uid() != dependent.uid() {
+            return Err(ApiError::not_found(&store.resource.group_resource(), dependent.name()));
+        }
         let Value::Object(mut object) = existing.value() else { unreachable!("objects are JSON objects") };
         if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.shift_remove("resourceVersion");
             if let Some(refs) = meta.get_mut("ownerReferences").and_then(Value::as_array_mut) {
-                refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(owner_uid));
+                refs.retain(|r| r.get("uid").and_then(Value::as_str).is_none_or(|uid| !owner_uids.contains(&uid)));
                 if refs.is_empty() {
                     meta.shift_remove("ownerReferences");
                 }
@@ -377,14 +664,14 @@ async fn remove_owner_reference(store: &ResourceStore, dependent: &Object, owner
     if let Err(e) = result
         && e.code() != 404
     {
-        tracing::warn!(name = dependent.name(), error = %e, "garbage collector could not orphan a dependent");
+        tracing::warn!(name = dependent.name(), error = %e, "garbage collector could not remove owner references");
     }
 }
 
 async fn remove_finalizer(store: &ResourceStore, namespace: Option<&str>, name: &str, uid: &str, finalizer: &str) {
     let result = write::guaranteed_update(store, namespace, name, None, false, |existing| {
         if existing.uid() != uid {
-            return Err(listwatch_meta::ApiError::not_found(&store.resource.group_resource(), name));
+            return Err(ApiError::not_found(&store.resource.group_resource(), name));
         }
         let Value::Object(mut object) = existing.value() else { unreachable!("objects are JSON objects") };
         if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
