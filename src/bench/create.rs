@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::ServerArgs;
 use super::http::HttpConnection;
-use super::objects::{self, BenchKind};
+use super::objects;
 use super::report::{self, LatencySummary};
 use super::server::{ProcessUsage, ServerUnderTest, cpu_between, machine_busy_seconds, other_cpu_seconds};
 
@@ -65,9 +65,10 @@ pub async fn create_pods(
     object_size: usize,
 ) -> anyhow::Result<CreateOutcome> {
     let mut probe = HttpConnection::connect(addr).await?;
+    // The pods' owner first: pods naming a missing owner would be garbage collected.
+    let kind = objects::pod_owner(&mut probe, namespace).await?;
     let padding_bytes =
-        objects::calibrate_padding(&mut probe, BenchKind::Pod, namespace, &format!("{prefix}-probe"), object_size)
-            .await?;
+        objects::calibrate_padding(&mut probe, &kind, namespace, &format!("{prefix}-probe"), object_size).await?;
     let padding: Arc<str> = objects::padding(padding_bytes).into();
     let next = Arc::new(AtomicU64::new(0));
     let created = Arc::new(AtomicU64::new(0));
@@ -76,19 +77,20 @@ pub async fn create_pods(
     let mut workers = Vec::new();
     for _ in 0..concurrency.max(1) {
         let mut connection = HttpConnection::connect(addr).await?;
-        let (next, created, padding, bar) = (next.clone(), created.clone(), padding.clone(), bar.clone());
+        let (next, created, padding, bar, kind) =
+            (next.clone(), created.clone(), padding.clone(), bar.clone(), kind.clone());
         let (namespace, prefix) = (namespace.to_string(), prefix.to_string());
         workers.push(tokio::spawn(async move {
             let mut histogram = report::latency_histogram();
             let mut failed = 0u64;
             let mut first_error = None;
-            let collection = BenchKind::Pod.collection(&namespace);
+            let collection = kind.collection(&namespace);
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= count {
                     break;
                 }
-                let body = BenchKind::Pod.json(&namespace, &format!("{prefix}-{i}"), i, &padding);
+                let body = kind.json(&namespace, &format!("{prefix}-{i}"), i, &padding);
                 let sent = Instant::now();
                 match connection.request(Method::POST, &collection, Some(body)).await {
                     Ok((status, _)) if status.is_success() => {

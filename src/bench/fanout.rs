@@ -465,7 +465,7 @@ pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
     let mut control = HttpConnection::connect(server.addr).await?;
     let probe = format!("fanout-{tag}-probe");
     let padding_bytes =
-        objects::calibrate_padding(&mut control, kind, &args.namespace, &probe, args.object_size).await?;
+        objects::calibrate_padding(&mut control, &kind, &args.namespace, &probe, args.object_size).await?;
     let (status, listed) = control.request(Method::GET, &format!("{collection}?limit=1"), None).await?;
     if !status.is_success() {
         bail!("LIST {collection} answered {status}: {}", String::from_utf8_lossy(&listed));

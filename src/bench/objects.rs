@@ -5,48 +5,55 @@
 //! * Pods (`bench create`, `bench list`): a Deployment's pod, kept small so that 1 KiB is
 //!   reachable (labels, an owner reference, one container with an image, a port and resource
 //!   requests, the scheduling defaults; the server adds uid, timestamps and status: ~950 B),
-//!   padded with an annotation.
+//!   padded with an annotation. Their owner is a real ReplicaSet, [`POD_OWNER`], which
+//!   [`pod_owner`] creates (or finds) first: the server's garbage collector, like kube's,
+//!   deletes pods whose owner reference names no existing owner.
 //!
 //! "Size" is the object as the server stores and serves it (with the uid, timestamps and
 //! status it adds). [`calibrate_padding`] creates one probe object, sees how much the server
 //! added, deletes the probe, and returns the padding that makes objects about the target size.
 
+use std::sync::Arc;
+
 use anyhow::{Context, bail};
 use bytes::Bytes;
-use http::Method;
+use http::{Method, StatusCode};
 
 use super::http::HttpConnection;
 
 /// Which kind of object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BenchKind {
     ConfigMap,
-    Pod,
+    /// Pods owned by the ReplicaSet [`POD_OWNER`], whose uid this is (see [`pod_owner`]).
+    Pod {
+        owner_uid: Arc<str>,
+    },
 }
 
 impl BenchKind {
-    pub fn plural(self) -> &'static str {
+    pub fn plural(&self) -> &'static str {
         match self {
             BenchKind::ConfigMap => "configmaps",
-            BenchKind::Pod => "pods",
+            BenchKind::Pod { .. } => "pods",
         }
     }
 
     /// The collection path in a namespace.
-    pub fn collection(self, namespace: &str) -> String {
+    pub fn collection(&self, namespace: &str) -> String {
         format!("/api/v1/namespaces/{namespace}/{}", self.plural())
     }
 
     /// One object's path.
-    pub fn object_path(self, namespace: &str, name: &str) -> String {
+    pub fn object_path(&self, namespace: &str, name: &str) -> String {
         format!("/api/v1/namespaces/{namespace}/{}/{name}", self.plural())
     }
 
     /// The JSON of an object named `name` (`sequence` makes each version differ).
-    pub fn json(self, namespace: &str, name: &str, sequence: u64, padding: &str) -> Bytes {
+    pub fn json(&self, namespace: &str, name: &str, sequence: u64, padding: &str) -> Bytes {
         match self {
             BenchKind::ConfigMap => configmap_json(namespace, name, sequence, padding),
-            BenchKind::Pod => pod_json(namespace, name, padding),
+            BenchKind::Pod { owner_uid } => pod_json(namespace, name, owner_uid, padding),
         }
     }
 }
@@ -57,10 +64,51 @@ pub fn configmap_json(namespace: &str, name: &str, sequence: u64, padding: &str)
     ))
 }
 
-pub fn pod_json(namespace: &str, name: &str, padding: &str) -> Bytes {
+/// The ReplicaSet that owns the bench pods (a Deployment's, by its name and labels).
+pub const POD_OWNER: &str = "bench-web-6b7f9c8d5d";
+
+/// The bench pods' ReplicaSet: a minimal valid one whose selector and template carry the
+/// pods' labels. Nothing here runs a ReplicaSet controller; on a real cluster, kube's would
+/// manage these pods (and scale them to its replica count).
+pub fn replicaset_json(namespace: &str) -> Bytes {
     Bytes::from(format!(
-        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"{namespace}","labels":{{"app":"bench-web","pod-template-hash":"6b7f9c8d5d"}},"annotations":{{"bench.listwatch.dev/padding":"{padding}"}},"ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"bench-web-6b7f9c8d5d","uid":"5a1e1d8e-0c4b-4c39-9d3e-6f1c8a2b7e10","controller":true,"blockOwnerDeletion":true}}]}},"spec":{{"containers":[{{"name":"web","image":"registry.k8s.io/nginx-slim:0.27","imagePullPolicy":"IfNotPresent","ports":[{{"containerPort":8080,"protocol":"TCP"}}],"resources":{{"requests":{{"cpu":"100m","memory":"128Mi"}}}}}}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","serviceAccountName":"default","schedulerName":"default-scheduler","priority":0}}}}"#
+        r#"{{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{{"name":"{POD_OWNER}","namespace":"{namespace}","labels":{{"app":"bench-web","pod-template-hash":"6b7f9c8d5d"}}}},"spec":{{"selector":{{"matchLabels":{{"app":"bench-web","pod-template-hash":"6b7f9c8d5d"}}}},"template":{{"metadata":{{"labels":{{"app":"bench-web","pod-template-hash":"6b7f9c8d5d"}}}},"spec":{{"containers":[{{"name":"web","image":"registry.k8s.io/nginx-slim:0.27"}}]}}}}}}}}"#
     ))
+}
+
+/// A pod of the ReplicaSet [`POD_OWNER`] with uid `owner_uid`.
+pub fn pod_json(namespace: &str, name: &str, owner_uid: &str, padding: &str) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"{namespace}","labels":{{"app":"bench-web","pod-template-hash":"6b7f9c8d5d"}},"annotations":{{"bench.listwatch.dev/padding":"{padding}"}},"ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"{POD_OWNER}","uid":"{owner_uid}","controller":true,"blockOwnerDeletion":true}}]}},"spec":{{"containers":[{{"name":"web","image":"registry.k8s.io/nginx-slim:0.27","imagePullPolicy":"IfNotPresent","ports":[{{"containerPort":8080,"protocol":"TCP"}}],"resources":{{"requests":{{"cpu":"100m","memory":"128Mi"}}}}}}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","serviceAccountName":"default","schedulerName":"default-scheduler","priority":0}}}}"#
+    ))
+}
+
+/// Creates the pods' ReplicaSet [`POD_OWNER`] in `namespace`, or reads it if it exists, and
+/// returns the kind of object the bench pods are: pods with its uid in their owner reference.
+pub async fn pod_owner(connection: &mut HttpConnection, namespace: &str) -> anyhow::Result<BenchKind> {
+    let collection = format!("/apis/apps/v1/namespaces/{namespace}/replicasets");
+    let (status, answer) = connection
+        .request(Method::POST, &collection, Some(replicaset_json(namespace)))
+        .await
+        .context("creating the pods' ReplicaSet")?;
+    let (status, answer) = if status == StatusCode::CONFLICT {
+        connection
+            .request(Method::GET, &format!("{collection}/{POD_OWNER}"), None)
+            .await
+            .context("reading the pods' ReplicaSet")?
+    } else {
+        (status, answer)
+    };
+    if !status.is_success() {
+        bail!("ReplicaSet {namespace}/{POD_OWNER} answered {status}: {}", String::from_utf8_lossy(&answer));
+    }
+    let replicaset: serde_json::Value = serde_json::from_slice(&answer).context("decoding the ReplicaSet")?;
+    let metadata = &replicaset["metadata"];
+    if !metadata["deletionTimestamp"].is_null() {
+        bail!("ReplicaSet {namespace}/{POD_OWNER} is being deleted; its pods would be too: try again when it is gone");
+    }
+    let uid = metadata["uid"].as_str().context("the ReplicaSet has no uid")?;
+    Ok(BenchKind::Pod { owner_uid: uid.into() })
 }
 
 /// `len` bytes of padding text.
@@ -72,7 +120,7 @@ pub fn padding(len: usize) -> String {
 /// `target` bytes of padding, measures what the server returns, deletes the probe.
 pub async fn calibrate_padding(
     connection: &mut HttpConnection,
-    kind: BenchKind,
+    kind: &BenchKind,
     namespace: &str,
     probe_name: &str,
     target: usize,
