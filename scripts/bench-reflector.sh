@@ -101,10 +101,12 @@ update() {
 # run_client NAME OBJECTS: one client process through sync, updates and the watch phase.
 run_client() {
     local name="$1" objects="$2" out="$WORK/client.out" ready="$WORK/ready" go="$WORK/go"
-    local -a cmd
+    local -a cmd=()
+    # CLIENT_WRAPPER="perf record -g -o /tmp/client.perf --" profiles the clients.
+    [ -z "${CLIENT_WRAPPER:-}" ] || read -r -a cmd <<<"$CLIENT_WRAPPER"
     case "$name" in
-        listwatch) cmd=("$OURS" client) ;;
-        kube-rs) cmd=("$KUBE") ;;
+        listwatch) cmd+=("$OURS" client) ;;
+        kube-rs) cmd+=("$KUBE") ;;
         *) echo "unknown client $name" >&2; return 1 ;;
     esac
     cmd+=(--kubeconfig "$KUBECONFIG_FILE" --namespace "$NAMESPACE" --events "$UPDATES" --ready-file "$ready")

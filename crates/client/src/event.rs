@@ -1,11 +1,14 @@
 //! Watch events, and decoding them from every wire form the server uses.
 //!
 //! * **JSON** (`application/json`): one `{"type": ..., "object": ...}` value after another. The
-//!   server writes one line per event but flushes several events in one HTTP chunk, and a large
-//!   event spans chunks (spec apiserver-protocol.md §2.1, §2.3), so [`JsonFramer`] finds the
-//!   event boundaries in the byte stream itself: it tracks string/escape/nesting state across
-//!   pushes, so every byte is scanned once however the stream is cut, and it does not depend on
-//!   the newlines (Go's decoder does not either).
+//!   server flushes several events in one HTTP chunk, and a large event spans chunks (spec
+//!   apiserver-protocol.md §2.1, §2.3). kube-apiserver (and listwatch) write each event as one
+//!   line of compact JSON, and JSON strings cannot hold a raw newline, so [`JsonStreamFramer`]
+//!   cuts the stream at newlines (one `memchr` per event) and each line is decoded as one event.
+//!   The decoder is the judge: a line that is not exactly one value (a server that
+//!   pretty-prints, or puts two events on a line) makes the stream fall back, from that line
+//!   on, to [`JsonFramer`], which finds value boundaries by tracking string/escape/nesting state
+//!   and does not depend on newlines (Go's decoder does not either).
 //! * **Protobuf** (`application/vnd.kubernetes.protobuf;stream=watch`): frames of a 4-byte
 //!   big-endian length and a `metav1.WatchEvent` message whose `object.raw` is a `k8s\0`
 //!   envelope (§2.4); [`ProtobufFramer`] cuts the frames, [`decode_protobuf_event`] decodes one.
@@ -28,6 +31,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::marker::PhantomData;
+use std::ops::ControlFlow;
 
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -304,6 +308,26 @@ impl JsonFramer {
         }
     }
 
+    /// Looks for the end of the value that starts at or after `bytes[at..]` (whitespace
+    /// before it is skipped), keeping its state between calls over a growing buffer: the end's
+    /// index, `None` while incomplete, `Err` if something other than an object starts.
+    fn probe(&mut self, bytes: &[u8], mut at: usize) -> Result<Option<usize>, ()> {
+        if self.depth == 0 {
+            while at < bytes.len() && bytes[at].is_ascii_whitespace() {
+                at += 1;
+            }
+            if at == bytes.len() {
+                return Ok(None);
+            }
+            if bytes[at] != b'{' {
+                return Err(());
+            }
+            self.depth = 1;
+            at += 1;
+        }
+        Ok(self.scan(bytes, at))
+    }
+
     /// Scans `bytes[from..]` inside a value; returns the index of the brace that closes it, or
     /// `None` (the state then describes the end of `bytes`).
     fn scan(&mut self, bytes: &[u8], mut at: usize) -> Option<usize> {
@@ -350,6 +374,124 @@ impl JsonFramer {
     /// Whether the stream stopped in the middle of an event.
     pub fn is_mid_event(&self) -> bool {
         self.depth > 0
+    }
+}
+
+/// Frames a JSON watch stream: by lines while every line is one event, by scanning after.
+///
+/// `each` gets every frame with a flag saying whether it is only a candidate (a line, or a value
+/// that ended without its newline yet). A candidate that `each` rejects (`Break`: it is not one
+/// decodable value) switches the stream, from that frame on, to [`JsonFramer`]; frames found by
+/// scanning are final, and `each` reports their errors itself.
+#[derive(Debug)]
+pub struct JsonStreamFramer {
+    mode: Mode,
+    max_event_bytes: usize,
+}
+
+#[derive(Debug)]
+enum Mode {
+    Lines {
+        /// The line cut off by the last chunk boundary.
+        partial: Vec<u8>,
+        /// Scanner state over `partial[..probed]`: a value that ends before its newline
+        /// arrives (or on a server that writes none) is handed out without waiting.
+        probe: JsonFramer,
+        probed: usize,
+    },
+    Scan(JsonFramer),
+}
+
+impl JsonStreamFramer {
+    pub fn new(max_event_bytes: usize) -> JsonStreamFramer {
+        let probe = JsonFramer::new(max_event_bytes);
+        JsonStreamFramer { mode: Mode::Lines { partial: Vec::new(), probe, probed: 0 }, max_event_bytes }
+    }
+
+    /// Adds bytes and calls `each(frame, candidate)` with every frame they complete.
+    pub fn push(&mut self, bytes: &[u8], mut each: impl FnMut(&[u8], bool) -> ControlFlow<()>) -> Result<(), Error> {
+        let max_event_bytes = self.max_event_bytes;
+        let (partial, probe, probed) = match &mut self.mode {
+            Mode::Scan(scanner) => {
+                return scanner.push(bytes, |frame| {
+                    let _ = each(frame, false);
+                });
+            }
+            Mode::Lines { partial, probe, probed } => (partial, probe, probed),
+        };
+        let is_blank = |line: &[u8]| line.iter().all(u8::is_ascii_whitespace);
+        // What to scan instead when a candidate is rejected: the buffered bytes from the rejected
+        // frame on, then `bytes[rest..]`.
+        let mut rejected: Option<(Vec<u8>, usize)> = None;
+        let mut at = 0;
+        if !partial.is_empty() {
+            match memchr::memchr(b'\n', bytes) {
+                None => {
+                    partial.extend_from_slice(bytes);
+                    at = bytes.len();
+                }
+                Some(newline) => {
+                    partial.extend_from_slice(&bytes[..newline]);
+                    at = newline + 1;
+                    if !is_blank(partial) && each(partial, true).is_break() {
+                        rejected = Some((std::mem::take(partial), at));
+                    }
+                    partial.clear();
+                    *probe = JsonFramer::new(max_event_bytes);
+                    *probed = 0;
+                }
+            }
+        }
+        if rejected.is_none() && at < bytes.len() {
+            while let Some(offset) = memchr::memchr(b'\n', &bytes[at..]) {
+                let (line, next) = (&bytes[at..at + offset], at + offset + 1);
+                if !is_blank(line) && each(line, true).is_break() {
+                    rejected = Some((line.to_vec(), next));
+                    break;
+                }
+                at = next;
+            }
+            if rejected.is_none() {
+                partial.extend_from_slice(&bytes[at..]);
+            }
+        }
+        while rejected.is_none() && !is_blank(partial) {
+            match probe.probe(partial, *probed) {
+                Ok(Some(end)) => {
+                    if each(&partial[..=end], true).is_break() {
+                        rejected = Some((std::mem::take(partial), bytes.len()));
+                    } else {
+                        partial.drain(..=end);
+                        *probed = 0;
+                    }
+                }
+                Ok(None) => {
+                    *probed = partial.len();
+                    probe.check_size(partial.len())?;
+                    break;
+                }
+                // Not JSON: the scanner reports it.
+                Err(()) => rejected = Some((std::mem::take(partial), bytes.len())),
+            }
+        }
+        if let Some((buffered, rest)) = rejected {
+            let mut scanner = JsonFramer::new(max_event_bytes);
+            let mut final_frame = |frame: &[u8]| {
+                let _ = each(frame, false);
+            };
+            scanner.push(&buffered, &mut final_frame)?;
+            scanner.push(&bytes[rest..], &mut final_frame)?;
+            self.mode = Mode::Scan(scanner);
+        }
+        Ok(())
+    }
+
+    /// Whether the stream stopped in the middle of an event.
+    pub fn is_mid_event(&self) -> bool {
+        match &self.mode {
+            Mode::Lines { partial, .. } => !partial.iter().all(u8::is_ascii_whitespace),
+            Mode::Scan(scanner) => scanner.is_mid_event(),
+        }
     }
 }
 
@@ -427,14 +569,14 @@ pub struct EventDecoder {
 
 #[derive(Debug)]
 enum Framer {
-    Json(JsonFramer),
+    Json(JsonStreamFramer),
     Protobuf(ProtobufFramer),
 }
 
 impl EventDecoder {
     pub fn new(format: StreamFormat, max_event_bytes: usize) -> EventDecoder {
         let framer = match format {
-            StreamFormat::Json => Framer::Json(JsonFramer::new(max_event_bytes)),
+            StreamFormat::Json => Framer::Json(JsonStreamFramer::new(max_event_bytes)),
             StreamFormat::Protobuf => Framer::Protobuf(ProtobufFramer::new(max_event_bytes)),
         };
         EventDecoder { framer }
@@ -448,7 +590,17 @@ impl EventDecoder {
         out: &mut VecDeque<Result<WatchEvent<K>, Error>>,
     ) -> Result<(), Error> {
         match &mut self.framer {
-            Framer::Json(framer) => framer.push(bytes, |frame| out.push_back(decode_json_event(frame))),
+            Framer::Json(framer) => framer.push(bytes, |frame, candidate| match decode_json_event(frame) {
+                Ok(event) => {
+                    out.push_back(Ok(event));
+                    ControlFlow::Continue(())
+                }
+                Err(_) if candidate => ControlFlow::Break(()),
+                Err(e) => {
+                    out.push_back(Err(e));
+                    ControlFlow::Continue(())
+                }
+            }),
             Framer::Protobuf(framer) => framer.push(bytes, |frame| out.push_back(decode_protobuf_event(frame))),
         }
     }
@@ -549,10 +701,9 @@ mod tests {
         check(&decode_in_pieces(&bytes, &every_byte, StreamFormat::Json));
     }
 
-    #[test]
-    fn json_events_under_pseudo_random_chunking() {
-        let bytes = stream();
-        // A fixed-seed xorshift, so a failure names the cut points it happened at.
+    /// Decodes `bytes` cut at 500 pseudo-random sets of points (a fixed-seed xorshift, so a
+    /// failure names the cut points it happened at) and checks each result.
+    fn check_under_random_chunking(bytes: &[u8]) {
         let mut state = 0x9e37_79b9_7f4a_7c15_u64;
         for _ in 0..500 {
             let mut cuts = Vec::new();
@@ -567,9 +718,38 @@ mod tests {
                 }
                 cuts.push(at);
             }
-            let events = decode_in_pieces(&bytes, &cuts, StreamFormat::Json);
+            let events = decode_in_pieces(bytes, &cuts, StreamFormat::Json);
             check(&events);
         }
+    }
+
+    #[test]
+    fn json_events_under_pseudo_random_chunking() {
+        check_under_random_chunking(&stream());
+    }
+
+    #[test]
+    fn pretty_printed_and_newline_free_streams_fall_back_to_scanning() {
+        let pretty = serde_json::to_string_pretty(&serde_json::from_str::<serde_json::Value>(ADDED).unwrap()).unwrap();
+        check_under_random_chunking(format!("{pretty}\n{BOOKMARK}\n{END}\n{EXPIRED}\n").as_bytes());
+        // No newline anywhere: each value is found when it ends.
+        let run_on = format!("{ADDED}{BOOKMARK}{END}{EXPIRED}");
+        check_under_random_chunking(run_on.as_bytes());
+        check(&decode_in_pieces(run_on.as_bytes(), &[], StreamFormat::Json));
+        // Two events on one line, then lines again.
+        check_under_random_chunking(format!("{ADDED} {BOOKMARK}\n{END}\n{EXPIRED}\n").as_bytes());
+    }
+
+    #[test]
+    fn an_event_is_handed_out_before_its_newline_arrives() {
+        let mut decoder = EventDecoder::new(StreamFormat::Json, DEFAULT_MAX_EVENT_BYTES);
+        let mut out = VecDeque::<Result<WatchEvent<DynamicObject>, Error>>::new();
+        decoder.push(ADDED.as_bytes(), &mut out).unwrap();
+        assert!(matches!(out.pop_front(), Some(Ok(WatchEvent::Added(_)))));
+        assert!(!decoder.is_mid_event());
+        decoder.push(format!("\n{BOOKMARK}\n").as_bytes(), &mut out).unwrap();
+        assert!(matches!(out.pop_front(), Some(Ok(WatchEvent::Bookmark(_)))));
+        assert!(out.is_empty());
     }
 
     #[test]
