@@ -212,10 +212,11 @@ pub fn print_usage(
     seconds: f64,
 ) {
     let cores = |cpu: Option<f64>| cpu.map_or("?".to_string(), |c| format!("{c:.2} s ({:.2} cores)", c / seconds));
+    // `None`: the caller reports the peak itself.
+    let peak = server_peak_mib.map_or(String::new(), |m| format!(", server peak RSS {m:.1} MiB"));
     println!(
-        "server CPU {}, server peak RSS {}; bench CPU {}; other processes {}",
+        "server CPU {}{peak}; bench CPU {}; other processes {}",
         cores(server_cpu),
-        server_peak_mib.map_or("?".to_string(), |m| format!("{m:.1} MiB")),
         cores(bench_cpu),
         cores(other_cpu)
     );

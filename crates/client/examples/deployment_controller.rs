@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Parser;
-use listwatch_client::{Api, Client, HandlerFns, Lister, Object, SharedInformerFactory, Store, object_key};
+use listwatch_client::{Api, Client, HandlerFns, Lister, Object, Patch, SharedInformerFactory, Store, object_key};
 use listwatch_workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 use serde_json::{Value, json};
 
@@ -239,7 +239,9 @@ impl DeploymentController {
             let status =
                 json!({"status": {"phase": "Running", "conditions": conditions, "containerStatuses": containers}});
             let api: Api<Pod> = Api::namespaced(self.client.clone(), pod.namespace().unwrap_or_default());
-            common::patch_status(&api, pod.name(), &status).await.with_context(|| format!("starting {}", pod.key()))?;
+            api.patch_status(pod.name(), &Patch::Merge(status))
+                .await
+                .with_context(|| format!("starting {}", pod.key()))?;
         }
         Ok(())
     }
@@ -261,7 +263,7 @@ impl DeploymentController {
             return Ok(());
         }
         let api: Api<Deployment> = Api::namespaced(self.client.clone(), deployment.namespace().unwrap_or_default());
-        common::patch_status(&api, deployment.name(), &json!({ "status": status })).await?;
+        api.patch_status(deployment.name(), &Patch::Merge(json!({ "status": status }))).await?;
         println!(
             "deployment {} status: {} replicas, {} updated, {} ready, {} available",
             deployment.key(),

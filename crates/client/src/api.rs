@@ -23,8 +23,9 @@ use crate::event::{DEFAULT_MAX_EVENT_BYTES, StreamFormat};
 use crate::list_decoder::ListDecoder;
 use crate::params::{ListParams, WatchParams};
 use crate::reflector::ListerWatcher;
-use crate::resource::{ApiResource, Object, ObjectList, Resource};
+use crate::resource::{ApiResource, Object, ObjectList, Resource, Scale};
 use crate::watch::{WatchStream, body_events};
+use crate::write_params::{DeleteParams, Patch};
 
 /// The representation reads ask for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -248,12 +249,65 @@ impl<K: Object> Api<K> {
 
     /// PATCH with a JSON merge patch.
     pub async fn patch_merge(&self, name: &str, patch: &serde_json::Value) -> Result<K, Error> {
-        self.write(Method::PATCH, self.item(name)?, "application/merge-patch+json", json(patch)?).await
+        self.patch(name, &Patch::Merge(patch.clone())).await
+    }
+
+    /// PATCH with any of the [`Patch`] types.
+    pub async fn patch(&self, name: &str, patch: &Patch) -> Result<K, Error> {
+        self.write(Method::PATCH, self.item(name)?, patch.content_type(), json(patch.body())?).await
     }
 
     /// DELETE an object. The server's answer (the object, or a Status) is not decoded.
     pub async fn delete(&self, name: &str) -> Result<(), Error> {
-        self.client.request(Method::DELETE, &self.item(name)?, "application/json", None).await.map(|_| ())
+        self.delete_with(name, &DeleteParams::default()).await
+    }
+
+    /// DELETE an object with `DeleteOptions`: grace period, propagation policy, preconditions.
+    pub async fn delete_with(&self, name: &str, params: &DeleteParams) -> Result<(), Error> {
+        let body = (params != &DeleteParams::default()).then(|| json(&params.to_body())).transpose()?;
+        let body = body.map(|bytes| ("application/json", bytes));
+        self.client.request(Method::DELETE, &self.item(name)?, "application/json", body).await.map(|_| ())
+    }
+
+    // ---- subresources -----------------------------------------------------------------------
+
+    /// GET `{object}/status` (the whole object, as the server returns it).
+    pub async fn get_status(&self, name: &str) -> Result<K, Error> {
+        let path = self.subresource(name, "status")?;
+        let (headers, body) = self.client.request(Method::GET, &path, self.encoding.accept(), None).await?;
+        decode_body(&headers, &body, "an object")
+    }
+
+    /// PUT `{object}/status`: only `.status` changes (and `metadata.resourceVersion` guards it).
+    pub async fn replace_status<T: Serialize>(&self, name: &str, object: &T) -> Result<K, Error> {
+        self.write(Method::PUT, self.subresource(name, "status")?, "application/json", json(object)?).await
+    }
+
+    /// PATCH `{object}/status`: only `.status` changes.
+    pub async fn patch_status(&self, name: &str, patch: &Patch) -> Result<K, Error> {
+        self.write(Method::PATCH, self.subresource(name, "status")?, patch.content_type(), json(patch.body())?).await
+    }
+
+    /// GET `{object}/scale`: the autoscaling/v1 `Scale` of a deployment or replicaset.
+    pub async fn get_scale(&self, name: &str) -> Result<Scale, Error> {
+        let path = self.subresource(name, "scale")?;
+        let (headers, body) = self.client.request(Method::GET, &path, "application/json", None).await?;
+        decode_body(&headers, &body, "a Scale")
+    }
+
+    /// PATCH `{object}/scale` to `replicas` (what `kubectl scale` does).
+    pub async fn scale(&self, name: &str, replicas: i32) -> Result<Scale, Error> {
+        let patch = json(&serde_json::json!({"spec": {"replicas": replicas}}))?;
+        let path = self.subresource(name, "scale")?;
+        let (headers, body) = self
+            .client
+            .request(Method::PATCH, &path, "application/json", Some(("application/merge-patch+json", patch)))
+            .await?;
+        decode_body(&headers, &body, "a Scale")
+    }
+
+    fn subresource(&self, name: &str, subresource: &str) -> Result<String, Error> {
+        Ok(format!("{}/{subresource}", self.item(name)?))
     }
 
     async fn write(&self, method: Method, path: String, content_type: &str, body: Bytes) -> Result<K, Error> {

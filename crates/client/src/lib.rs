@@ -94,6 +94,7 @@ pub mod store;
 mod tls;
 pub mod watch;
 mod websocket;
+pub mod write_params;
 
 /// The `http` crate, whose `Method` and headers [`Client`]'s low-level methods take.
 pub use http;
@@ -114,9 +115,10 @@ pub use params::{ListParams, VersionMatch, WatchParams};
 pub use reflector::{ListerWatcher, Phase, Recovery, Reflector, ReflectorConfig, ReflectorError, ReflectorEvent};
 pub use resource::{
     ApiResource, DynamicObject, ListMeta, ManagedFieldsEntry, Object, ObjectList, ObjectMeta, OwnerReference, Resource,
-    object_key,
+    Scale, ScaleSpec, ScaleStatus, object_key,
 };
 pub use retry_watcher::{RetryWatcher, RetryWatcherConfig};
 pub use selector::LabelSelector;
 pub use store::{IndexFn, NAMESPACE_INDEX, Store};
 pub use watch::WatchStream;
+pub use write_params::{DeleteParams, Patch, Preconditions, PropagationPolicy};

@@ -317,6 +317,32 @@ impl Object for DynamicObject {
     }
 }
 
+/// An autoscaling/v1 `Scale`: the `scale` subresource of deployments and replicasets.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Scale {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: ScaleSpec,
+    #[serde(default)]
+    pub status: ScaleStatus,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScaleSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScaleStatus {
+    #[serde(default)]
+    pub replicas: i32,
+    /// The label selector of the pods, as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+}
+
 /// `metav1.ListMeta`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use listwatch_client::{
-    Api, ApiResource, Client, DeletedObject, DynamicObject, Encoding, EventHandler, HttpVersion, InformerConfig,
-    LabelSelector, ListParams, Object, ObjectMeta, Phase, Recovery, ReflectorConfig, ReflectorError, Resource,
-    RetryWatcher, RetryWatcherConfig, SharedInformer, SharedInformerFactory, UpdateCause, WatchEvent, WatchParams,
-    WatchTransport,
+    Api, ApiResource, Client, DeleteParams, DeletedObject, DynamicObject, Encoding, EventHandler, HttpVersion,
+    InformerConfig, LabelSelector, ListParams, Object, ObjectMeta, Patch, Phase, Preconditions, PropagationPolicy,
+    Recovery, ReflectorConfig, ReflectorError, Resource, RetryWatcher, RetryWatcherConfig, SharedInformer,
+    SharedInformerFactory, UpdateCause, WatchEvent, WatchParams, WatchTransport,
 };
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -104,6 +104,102 @@ async fn verbs_return_objects_and_typed_errors() {
 
     let all: Api<ConfigMap> = Api::all(client);
     assert!(all.get("x").await.is_err(), "a namespaced object needs a namespace");
+}
+
+#[tokio::test]
+async fn patch_types_subresources_and_delete_options() {
+    let server = Server::start("subresources", Backend::Memory, &[]).await;
+    let client = server.client();
+    let deployments: Api<DynamicObject> = Api::new(client.clone(), ApiResource::deployments(), Some("default"));
+    let labels = json!({"app": "web"});
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels},
+                              "spec": {"containers": [{"name": "web", "image": "nginx"}, {"name": "log", "image": "busybox"}]}}},
+    });
+    deployments.create(&deployment).await.unwrap();
+
+    // Strategic merge patch merges containers by name; a JSON patch addresses by index.
+    let patch =
+        Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": [{"name": "log", "image": "alpine"}]}}}}));
+    let patched = deployments.patch("web", &patch).await.unwrap();
+    let containers = patched.pointer("/spec/template/spec/containers").unwrap();
+    assert_eq!(containers, &json!([{"name": "web", "image": "nginx"}, {"name": "log", "image": "alpine"}]));
+    let patch =
+        Patch::Json(json!([{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "nginx:2"}]));
+    let patched = deployments.patch("web", &patch).await.unwrap();
+    assert_eq!(patched.pointer("/spec/template/spec/containers/0/image"), Some(&json!("nginx:2")));
+    let generation = patched.pointer("/metadata/generation").cloned();
+
+    // The status subresource changes only .status, and not the generation.
+    let status = deployments.patch_status("web", &Patch::Merge(json!({"status": {"readyReplicas": 1}}))).await.unwrap();
+    assert_eq!(status.pointer("/status/readyReplicas"), Some(&json!(1)));
+    assert_eq!(status.pointer("/metadata/generation").cloned(), generation);
+    let mut ignored = deployments.get_status("web").await.unwrap();
+    ignored.0["status"]["readyReplicas"] = json!(1);
+    ignored.0["spec"]["replicas"] = json!(5);
+    let replaced = deployments.replace_status("web", &ignored).await.unwrap();
+    assert_eq!(replaced.pointer("/spec/replicas"), Some(&json!(1)), "a status write leaves the spec");
+
+    // The scale subresource reads and writes .spec.replicas.
+    assert_eq!(deployments.get_scale("web").await.unwrap().spec.replicas, Some(1));
+    let scaled = deployments.scale("web", 3).await.unwrap();
+    assert_eq!(scaled.spec.replicas, Some(3));
+    assert_eq!(deployments.get("web").await.unwrap().pointer("/spec/replicas"), Some(&json!(3)));
+    let configmaps: Api<DynamicObject> = Api::new(client.clone(), ApiResource::configmaps(), Some("default"));
+    configmaps.create(&configmap("plain", "1")).await.unwrap();
+    assert_eq!(configmaps.get_scale("plain").await.unwrap_err().code(), Some(404), "configmaps have no scale");
+
+    // Preconditions guard a delete; a pod deleted with grace 0 is gone at once.
+    let wrong = DeleteParams {
+        preconditions: Some(Preconditions { uid: Some("not-its-uid".into()), resource_version: None }),
+        ..DeleteParams::default()
+    };
+    let conflict = configmaps.delete_with("plain", &wrong).await.unwrap_err();
+    assert_eq!(conflict.code(), Some(409), "{conflict}");
+    let uid = configmaps.get("plain").await.unwrap().uid().unwrap().to_owned();
+    let right = DeleteParams { preconditions: Some(Preconditions { uid: Some(uid), resource_version: None }), ..wrong };
+    configmaps.delete_with("plain", &right).await.unwrap();
+    assert!(configmaps.get_opt("plain").await.unwrap().is_none());
+
+    let pods: Api<DynamicObject> = Api::new(client, ApiResource::pods(), Some("default"));
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                     "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx"}]}});
+    pods.create(&pod).await.unwrap();
+    pods.delete("p").await.unwrap();
+    let terminating = pods.get("p").await.unwrap();
+    assert!(
+        terminating.pointer("/metadata/deletionTimestamp").is_some(),
+        "a plain delete of a scheduled pod is graceful"
+    );
+    pods.delete_with("p", &DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() }).await.unwrap();
+    assert!(pods.get_opt("p").await.unwrap().is_none(), "grace 0 removes it at once");
+
+    // Orphan: the dependent stays and loses its owner reference.
+    deployments
+        .create(&json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "owner"},
+        "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}))
+        .await
+        .unwrap();
+    let owner_uid = deployments.get("owner").await.unwrap().uid().unwrap().to_owned();
+    let mut dependent = configmap("dependent", "1");
+    dependent["metadata"]["ownerReferences"] =
+        json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "owner", "uid": owner_uid}]);
+    configmaps.create(&dependent).await.unwrap();
+    let orphan = DeleteParams { propagation_policy: Some(PropagationPolicy::Orphan), ..DeleteParams::default() };
+    deployments.delete_with("owner", &orphan).await.unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let gone = deployments.get_opt("owner").await.unwrap().is_none();
+        let dependent = configmaps.get("dependent").await.unwrap();
+        if gone && dependent.pointer("/metadata/ownerReferences").is_none() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "orphaning did not finish: {dependent:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test]

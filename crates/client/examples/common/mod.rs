@@ -12,8 +12,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use listwatch_client::http::Method;
-use listwatch_client::{Api, Client, Config, LabelSelector, Object, ObjectMeta, Resource};
+use listwatch_client::{Client, Config, LabelSelector, ObjectMeta, Resource};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -40,18 +39,6 @@ impl Connection {
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
-}
-
-/// PATCHes an object's `/status` subresource with a JSON merge patch (`Api` has no subresource
-/// verbs, so this goes through the client's plain request method).
-pub async fn patch_status<K: Object>(api: &Api<K>, name: &str, patch: &Value) -> anyhow::Result<K> {
-    let path = format!("{}/status", api.resource().object_path(api.namespace(), name));
-    let body = serde_json::to_vec(patch)?.into();
-    let (_headers, body) = api
-        .client()
-        .request(Method::PATCH, &path, "application/json", Some(("application/merge-patch+json", body)))
-        .await?;
-    Ok(serde_json::from_slice(&body)?)
 }
 
 // ---- core/v1 -------------------------------------------------------------------------------
