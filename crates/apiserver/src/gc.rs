@@ -475,8 +475,9 @@ fn dependent_meta(object: &Object) -> Option<DependentMeta> {
     (!view.metadata.owner_references.is_empty()).then_some(view.metadata)
 }
 
+/// Whether `needle` occurs in `haystack` (runs on every event the collector's watches see).
 fn memchr_contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
+    memchr::memmem::find(haystack, needle).is_some()
 }
 
 /// Owner uid → the objects that reference it.

@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 use crate::client::Client;
 use crate::error::Error;
 use crate::event::{DEFAULT_MAX_EVENT_BYTES, StreamFormat};
-use crate::list_decoder::ListDecoder;
+use crate::list_decoder::{ListDecoder, decode_json};
 use crate::params::{ListParams, WatchParams};
 use crate::reflector::ListerWatcher;
 use crate::resource::{ApiResource, Object, ObjectList, Resource, Scale};
@@ -249,7 +249,7 @@ impl<K: Object> Api<K> {
 
     /// PATCH with a JSON merge patch.
     pub async fn patch_merge(&self, name: &str, patch: &serde_json::Value) -> Result<K, Error> {
-        self.patch(name, &Patch::Merge(patch.clone())).await
+        self.write(Method::PATCH, self.item(name)?, "application/merge-patch+json", json(patch)?).await
     }
 
     /// PATCH with any of the [`Patch`] types.
@@ -351,7 +351,5 @@ fn decode_body<T: DeserializeOwned>(headers: &http::HeaderMap, body: &[u8], what
         #[cfg(not(feature = "protobuf"))]
         return Err(Error::decode(what, "a protobuf response, and this build has no `protobuf` feature"));
     }
-    // One UTF-8 check for the whole body, not one per string (see `decode_json_event`).
-    let text = std::str::from_utf8(body).map_err(|e| Error::decode(what, e))?;
-    serde_json::from_str(text).map_err(|e| Error::decode(what, e))
+    decode_json(body, what)
 }

@@ -207,8 +207,8 @@ impl<'de, K: DeserializeOwned> Visitor<'de> for EventVisitor<K> {
 
 /// Decodes one JSON watch event (a line of a JSON watch, or a WebSocket text message).
 ///
-/// The bytes are checked as UTF-8 once, up front, so that the parser need not check each string
-/// on its own (what `from_slice` does; it costs a tenth of the decoding).
+/// The bytes are checked as UTF-8 once, up front, then parsed with `from_str`, which need not
+/// check each string on its own (what `from_slice` does; it costs a tenth of the decoding).
 pub fn decode_json_event<K: DeserializeOwned>(bytes: &[u8]) -> Result<WatchEvent<K>, Error> {
     let text = std::str::from_utf8(bytes).map_err(|e| Error::decode("a JSON watch event", e))?;
     let mut deserializer = serde_json::Deserializer::from_str(text);
@@ -288,10 +288,9 @@ impl JsonFramer {
                 return Ok(Some(at));
             }
             if bytes[at] != b'{' {
-                return Err(Error::decode(
-                    "a JSON watch stream",
-                    format!("expected an event object, found byte {:?}", bytes[at] as char),
-                ));
+                let (what, expected) =
+                    if array { ("a JSON list", "an item object") } else { ("a JSON watch stream", "an event object") };
+                return Err(Error::decode(what, format!("expected {expected}, found byte {:?}", bytes[at] as char)));
             }
             self.depth = 1;
             match self.scan(bytes, at + 1) {
