@@ -30,6 +30,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
@@ -59,8 +60,8 @@ struct TimedOutWatches {
 }
 
 impl ListerWatcher<Namespace> for TimedOutWatches {
-    fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<Namespace>, Error>> {
-        Box::pin(self.api.list(params))
+    fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<Arc<Namespace>>, Error>> {
+        Box::pin(self.api.list_shared(params))
     }
 
     fn watch<'a>(&'a self, params: &'a WatchParams) -> BoxFuture<'a, Result<WatchStream<Namespace>, Error>> {

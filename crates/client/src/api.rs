@@ -8,6 +8,7 @@
 //! `Api` also implements [`ListerWatcher`], so it feeds reflectors and informers directly.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -190,6 +191,16 @@ impl<K: Object> Api<K> {
     /// A JSON list is decoded item by item while it arrives ([`ListDecoder`]), so the body is
     /// never held whole next to the objects.
     pub async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
+        self.list_with(params, std::convert::identity).await
+    }
+
+    /// [`Api::list`] with each item put in an `Arc` as soon as it is decoded: what a cache
+    /// (a reflector's store) holds, without a `Vec<K>` of every object next to the `Arc`s.
+    pub async fn list_shared(&self, params: &ListParams) -> Result<ObjectList<Arc<K>>, Error> {
+        self.list_with(params, Arc::new).await
+    }
+
+    async fn list_with<T>(&self, params: &ListParams, wrap: fn(K) -> T) -> Result<ObjectList<T>, Error> {
         let path = with_query(self.collection(), &params.query());
         self.client
             .within_request_timeout(async {
@@ -197,9 +208,10 @@ impl<K: Object> Api<K> {
                 let (parts, mut body) = response.into_parts();
                 if is_protobuf(&parts.headers) {
                     let bytes = body.collect().await.map_err(Error::Body)?.to_bytes();
-                    return decode_body(&parts.headers, &bytes, "a list");
+                    let list: ObjectList<K> = decode_body(&parts.headers, &bytes, "a list")?;
+                    return Ok(list.map_items(wrap));
                 }
-                let mut decoder = ListDecoder::new();
+                let mut decoder = ListDecoder::new(wrap);
                 while let Some(frame) = body.frame().await {
                     if let Ok(data) = frame.map_err(Error::Body)?.into_data() {
                         decoder.push(&data)?;
@@ -318,8 +330,8 @@ impl<K: Object> Api<K> {
 }
 
 impl<K: Object> ListerWatcher<K> for Api<K> {
-    fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<K>, Error>> {
-        Box::pin(Api::list(self, params))
+    fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<Arc<K>>, Error>> {
+        Box::pin(Api::list_shared(self, params))
     }
 
     fn watch<'a>(&'a self, params: &'a WatchParams) -> BoxFuture<'a, Result<WatchStream<K>, Error>> {

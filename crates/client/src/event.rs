@@ -38,6 +38,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use crate::error::{Error, Status};
+use crate::json;
 
 /// The annotation on the bookmark that ends a streaming list's initial events.
 pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
@@ -121,17 +122,19 @@ impl From<LenientObject> for Bookmark {
     }
 }
 
-/// Decodes an event's object once its type is known.
-struct ObjectSeed<K>(EventType, PhantomData<K>);
+/// Decodes an event's object once its type is known; `text` is the document being read (for
+/// the exact `Vec` capacities of [`json`](crate::json)).
+struct ObjectSeed<'t, K>(EventType, &'t str, PhantomData<K>);
 
-impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for ObjectSeed<K> {
+impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for ObjectSeed<'_, K> {
     type Value = WatchEvent<K>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        let object = |deserializer| json::deserialize_seed(PhantomData::<K>, deserializer, self.1);
         Ok(match self.0 {
-            EventType::Added => WatchEvent::Added(K::deserialize(deserializer)?),
-            EventType::Modified => WatchEvent::Modified(K::deserialize(deserializer)?),
-            EventType::Deleted => WatchEvent::Deleted(K::deserialize(deserializer)?),
+            EventType::Added => WatchEvent::Added(object(deserializer)?),
+            EventType::Modified => WatchEvent::Modified(object(deserializer)?),
+            EventType::Deleted => WatchEvent::Deleted(object(deserializer)?),
             EventType::Bookmark => WatchEvent::Bookmark(LenientObject::deserialize(deserializer)?.into()),
             EventType::Error => WatchEvent::Error(Box::new(Status::deserialize(deserializer)?)),
         })
@@ -164,9 +167,9 @@ impl<'de> Deserialize<'de> for Field {
     }
 }
 
-struct EventVisitor<K>(PhantomData<K>);
+struct EventVisitor<'t, K>(&'t str, PhantomData<K>);
 
-impl<'de, K: DeserializeOwned> Visitor<'de> for EventVisitor<K> {
+impl<'de, K: DeserializeOwned> Visitor<'de> for EventVisitor<'_, K> {
     type Value = WatchEvent<K>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -187,7 +190,7 @@ impl<'de, K: DeserializeOwned> Visitor<'de> for EventVisitor<K> {
                     );
                 }
                 Field::Object => match event_type {
-                    Some(t) => decoded = Some(map.next_value_seed(ObjectSeed::<K>(t, PhantomData))?),
+                    Some(t) => decoded = Some(map.next_value_seed(ObjectSeed::<K>(t, self.0, PhantomData))?),
                     None => deferred = Some(map.next_value()?),
                 },
                 Field::Other => {
@@ -201,7 +204,7 @@ impl<'de, K: DeserializeOwned> Visitor<'de> for EventVisitor<K> {
         let event_type = event_type.ok_or_else(|| de::Error::missing_field("type"))?;
         let raw = deferred.ok_or_else(|| de::Error::missing_field("object"))?;
         let mut inner = serde_json::Deserializer::from_str(raw.get());
-        ObjectSeed::<K>(event_type, PhantomData).deserialize(&mut inner).map_err(de::Error::custom)
+        ObjectSeed::<K>(event_type, raw.get(), PhantomData).deserialize(&mut inner).map_err(de::Error::custom)
     }
 }
 
@@ -213,7 +216,7 @@ pub fn decode_json_event<K: DeserializeOwned>(bytes: &[u8]) -> Result<WatchEvent
     let text = std::str::from_utf8(bytes).map_err(|e| Error::decode("a JSON watch event", e))?;
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let event = deserializer
-        .deserialize_map(EventVisitor::<K>(PhantomData))
+        .deserialize_map(EventVisitor::<K>(text, PhantomData))
         .map_err(|e| Error::decode("a JSON watch event", e))?;
     deserializer.end().map_err(|e| Error::decode("a JSON watch event", e))?;
     Ok(event)
@@ -621,7 +624,8 @@ pub fn decode_protobuf_event<K: DeserializeOwned>(message: &[u8]) -> Result<Watc
     let (text, raw) = listwatch_proto::decode_watch_event(message).map_err(|e| bad(&e.to_string()))?;
     let event_type = EventType::parse(text).ok_or_else(|| bad(&format!("unknown watch event type {text:?}")))?;
     let object = decode_protobuf_object(raw)?;
-    let seed = ObjectSeed::<K>(event_type, PhantomData);
+    // A `Value` tells its arrays' lengths itself: no text to place them in.
+    let seed = ObjectSeed::<K>(event_type, "", PhantomData);
     seed.deserialize(object).map_err(|e| Error::decode("a protobuf watch event's object", e))
 }
 
@@ -791,6 +795,28 @@ mod tests {
         assert!(matches!(bookmark, WatchEvent::Bookmark(b) if b.resource_version == "3845"));
         let added = r#"{"type":"ADDED","object":{"spec":{"containers":null}}}"#;
         assert!(decode_json_event::<Strict>(added.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn event_objects_get_vecs_of_their_exact_length_whichever_field_comes_first() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Pod {
+            spec: Spec,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        struct Spec {
+            containers: Vec<String>,
+        }
+        let type_first = r#"{"type":"ADDED","object":{"spec":{"containers":["a"]}}}"#;
+        let object_first = r#"{"object":{"spec":{"containers":["a","b"]}},"type":"MODIFIED"}"#;
+        for (event, len) in [(type_first, 1), (object_first, 2)] {
+            let (WatchEvent::Added(pod) | WatchEvent::Modified(pod)) =
+                decode_json_event::<Pod>(event.as_bytes()).unwrap()
+            else {
+                panic!("{event}")
+            };
+            assert_eq!((pod.spec.containers.len(), pod.spec.containers.capacity()), (len, len), "{event}");
+        }
     }
 
     #[cfg(feature = "protobuf")]

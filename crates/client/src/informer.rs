@@ -610,12 +610,21 @@ impl<K: Object> Shared<K> {
                 None => object,
             })
         };
+        // A list's objects arrive in `Arc`s the reflector made (it keeps no other reference):
+        // without a transform they go into the store as they are.
+        let ingest_shared = |object: Arc<K>| match &transform {
+            None => object,
+            Some(_) => match Arc::try_unwrap(object) {
+                Ok(object) => ingest(object),
+                Err(shared) => shared,
+            },
+        };
         let name = self.name.as_str();
         let mut listeners = self.listeners.lock();
         match event {
             ReflectorEvent::Replace { objects, resource_version, .. } => {
                 let first = !self.store.has_synced();
-                let objects: Vec<Arc<K>> = objects.into_iter().map(ingest).collect();
+                let objects: Vec<Arc<K>> = objects.into_iter().map(ingest_shared).collect();
                 let replaced = self.store.replace(objects, &resource_version);
                 for (key, object) in replaced.removed {
                     let deleted = DeletedObject::FinalStateUnknown { key, object };

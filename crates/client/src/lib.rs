@@ -83,6 +83,7 @@ pub mod error;
 pub mod event;
 pub mod factory;
 pub mod informer;
+mod json;
 mod list_decoder;
 pub mod lister;
 pub mod params;

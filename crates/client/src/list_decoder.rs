@@ -15,12 +15,16 @@ use serde::de::DeserializeOwned;
 
 use crate::error::Error;
 use crate::event::{DEFAULT_MAX_EVENT_BYTES, JsonFramer};
+use crate::json;
 use crate::resource::ObjectList;
 
-/// Decodes a JSON list body pushed in arbitrary pieces.
-pub(crate) struct ListDecoder<K> {
+/// Decodes a JSON list body pushed in arbitrary pieces; each item `K` is stored as `wrap(item)`
+/// the moment it is decoded (the reflector's lists store `Arc<K>`, so a list of 100,000 objects
+/// is never held as a `Vec<K>` next to the same objects in `Arc`s).
+pub(crate) struct ListDecoder<K, T = K> {
     skeleton: Vec<u8>,
-    items: Vec<K>,
+    items: Vec<T>,
+    wrap: fn(K) -> T,
     /// The first item that failed to decode.
     error: Option<Error>,
     /// `Some` while inside the `items` array.
@@ -36,11 +40,12 @@ pub(crate) struct ListDecoder<K> {
     in_items_value: bool,
 }
 
-impl<K: DeserializeOwned> ListDecoder<K> {
-    pub(crate) fn new() -> ListDecoder<K> {
+impl<K: DeserializeOwned, T> ListDecoder<K, T> {
+    pub(crate) fn new(wrap: fn(K) -> T) -> ListDecoder<K, T> {
         ListDecoder {
             skeleton: Vec::new(),
             items: Vec::new(),
+            wrap,
             error: None,
             elements: None,
             depth: 0,
@@ -56,13 +61,13 @@ impl<K: DeserializeOwned> ListDecoder<K> {
         let mut at = 0;
         while at < bytes.len() {
             if let Some(framer) = &mut self.elements {
-                let (items, error) = (&mut self.items, &mut self.error);
+                let (items, error, wrap) = (&mut self.items, &mut self.error, self.wrap);
                 let closed = framer.push_array_elements(&bytes[at..], |element| {
                     if error.is_some() {
                         return;
                     }
                     match decode_json(element, "a list item") {
-                        Ok(item) => items.push(item),
+                        Ok(item) => items.push(wrap(item)),
                         Err(e) => *error = Some(e),
                     }
                 })?;
@@ -120,7 +125,7 @@ impl<K: DeserializeOwned> ListDecoder<K> {
     }
 
     /// The list, once the body has ended.
-    pub(crate) fn finish(self) -> Result<ObjectList<K>, Error> {
+    pub(crate) fn finish(self) -> Result<ObjectList<T>, Error> {
         if let Some(error) = self.error {
             return Err(error);
         }
@@ -128,17 +133,18 @@ impl<K: DeserializeOwned> ListDecoder<K> {
             let source = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the list ended early");
             return Err(Error::Io { what: "reading a list", source });
         }
-        let mut list: ObjectList<K> = decode_json(&self.skeleton, "a list")?;
-        list.items = self.items;
-        Ok(list)
+        // The skeleton's `items` is `[]`.
+        let skeleton: ObjectList<K> = decode_json(&self.skeleton, "a list")?;
+        Ok(ObjectList { metadata: skeleton.metadata, items: self.items })
     }
 }
 
-/// One JSON document: checked as UTF-8 once, then parsed with `from_str`, which then need not
-/// check each string on its own (what `from_slice` does; it costs a tenth of the decoding).
+/// One JSON document: checked as UTF-8 once, then parsed from the `str` (which then need not
+/// check each string on its own, what `from_slice` does: a tenth of the decoding), with exact
+/// `Vec` capacities ([`json::from_str`]).
 pub(crate) fn decode_json<T: DeserializeOwned>(bytes: &[u8], what: &'static str) -> Result<T, Error> {
     let text = std::str::from_utf8(bytes).map_err(|e| Error::decode(what, e))?;
-    serde_json::from_str(text).map_err(|e| Error::decode(what, e))
+    json::from_str(text).map_err(|e| Error::decode(what, e))
 }
 
 #[cfg(test)]
@@ -150,7 +156,7 @@ mod tests {
  {"metadata":{"name":"b","namespace":"ns"},"data":{"x":["{","}"]}}]}"#;
 
     fn decode_in_pieces(bytes: &[u8], step: usize) -> Result<ObjectList<DynamicObject>, Error> {
-        let mut decoder = ListDecoder::new();
+        let mut decoder = ListDecoder::new(std::convert::identity);
         for piece in bytes.chunks(step) {
             decoder.push(piece)?;
         }
@@ -188,11 +194,11 @@ mod tests {
             #[allow(dead_code)]
             name: String,
         }
-        let mut decoder = ListDecoder::<Named>::new();
+        let mut decoder = ListDecoder::<Named>::new(std::convert::identity);
         decoder.push(br#"{"metadata":{},"items":[{"name":"a"},{"name":1},{"name":"c"}]}"#).unwrap();
         assert!(matches!(decoder.finish(), Err(Error::Decode { .. })));
         let typed = |body: &str| {
-            let mut decoder = ListDecoder::<Named>::new();
+            let mut decoder = ListDecoder::<Named>::new(std::convert::identity);
             decoder.push(body.as_bytes()).and_then(|_| decoder.finish().map(|_| ()))
         };
         assert!(typed(r#"{"metadata":{},"items":[{"name":"a"}]}"#).is_ok());

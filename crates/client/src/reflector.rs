@@ -74,13 +74,18 @@ use crate::watch::WatchStream;
 
 /// What a reflector lists and watches through. [`Api`](crate::Api) implements it; tests and
 /// special sources can implement it too.
+///
+/// `list` returns its items in `Arc`s, as the store will hold them: a list of 100,000 objects
+/// then never exists as a `Vec<K>` next to the same objects in `Arc`s
+/// ([`Api::list_shared`](crate::Api::list_shared); other sources can use
+/// [`ObjectList::map_items`]`(list, Arc::new)`).
 pub trait ListerWatcher<K>: Send + Sync + 'static {
-    fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<K>, Error>>;
+    fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<Arc<K>>, Error>>;
     fn watch<'a>(&'a self, params: &'a WatchParams) -> BoxFuture<'a, Result<WatchStream<K>, Error>>;
 }
 
 impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
-    fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<K>, Error>> {
+    fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<Arc<K>>, Error>> {
         (**self).list(params)
     }
     fn watch<'a>(&'a self, params: &'a WatchParams) -> BoxFuture<'a, Result<WatchStream<K>, Error>> {
@@ -202,7 +207,7 @@ pub enum ReflectorEvent<K> {
     /// The complete state at `resource_version` (a list, or a streaming list's initial
     /// events): replace everything held with it.
     Replace {
-        objects: Vec<K>,
+        objects: Vec<Arc<K>>,
         resource_version: String,
         streamed: bool,
     },
@@ -222,7 +227,7 @@ enum State<K> {
     /// A streaming list is delivering its initial events into `buffer`.
     StreamingList {
         stream: WatchStream<K>,
-        buffer: HashMap<String, K>,
+        buffer: HashMap<String, Arc<K>>,
         opened: Instant,
         deadline: Instant,
         next_warning: Instant,
@@ -431,7 +436,7 @@ impl<K: Object> Reflector<K> {
     }
 
     /// All pages of a list at `resource_version` (client-go's pager with `FullListIfExpired`).
-    async fn list_pages(&mut self, resource_version: &str) -> Result<ObjectList<K>, Error> {
+    async fn list_pages(&mut self, resource_version: &str) -> Result<ObjectList<Arc<K>>, Error> {
         let limit = match self.config.page_size {
             Some(size) => Some(size),
             None if self.paginated_result => Some(DEFAULT_PAGE_SIZE),
@@ -447,7 +452,7 @@ impl<K: Object> Reflector<K> {
             continue_token: None,
         };
         let mut params = requested.clone();
-        let mut result: Option<ObjectList<K>> = None;
+        let mut result: Option<ObjectList<Arc<K>>> = None;
         loop {
             let page = match self.list_once(&params).await {
                 Ok(page) => page,
@@ -482,7 +487,10 @@ impl<K: Object> Reflector<K> {
         }
     }
 
-    fn list_once(&self, params: &ListParams) -> impl Future<Output = Result<ObjectList<K>, Error>> + Send + 'static {
+    fn list_once(
+        &self,
+        params: &ListParams,
+    ) -> impl Future<Output = Result<ObjectList<Arc<K>>, Error>> + Send + 'static {
         let (lister_watcher, limit, params) = (self.lister_watcher.clone(), self.config.list_timeout, params.clone());
         async move { list_with_timeout(lister_watcher, limit, &params).await }
     }
@@ -567,7 +575,7 @@ impl<K: Object> Reflector<K> {
         match item {
             Some(Ok(WatchEvent::Added(object) | WatchEvent::Modified(object))) => {
                 *events += 1;
-                buffer.insert(object.key(), object);
+                buffer.insert(object.key(), Arc::new(object));
                 None
             }
             Some(Ok(WatchEvent::Deleted(object))) => {
@@ -736,7 +744,7 @@ async fn list_with_timeout<K: Object>(
     lister_watcher: Arc<dyn ListerWatcher<K>>,
     limit: Option<Duration>,
     params: &ListParams,
-) -> Result<ObjectList<K>, Error> {
+) -> Result<ObjectList<Arc<K>>, Error> {
     let request = lister_watcher.list(params);
     match limit {
         Some(limit) => tokio::time::timeout(limit, request)

@@ -374,6 +374,13 @@ pub struct ObjectList<K> {
     pub items: Vec<K>,
 }
 
+impl<K> ObjectList<K> {
+    /// The same list with each item mapped (`ObjectList::map_items(list, Arc::new)`).
+    pub fn map_items<T>(self, f: impl FnMut(K) -> T) -> ObjectList<T> {
+        ObjectList { metadata: self.metadata, items: self.items.into_iter().map(f).collect() }
+    }
+}
+
 fn null_as_empty<'de, D, K>(deserializer: D) -> Result<Vec<K>, D::Error>
 where
     D: serde::Deserializer<'de>,

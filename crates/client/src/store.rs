@@ -106,7 +106,17 @@ impl<K: Object> Store<K> {
     }
 
     fn changed(&self) {
-        self.generation.send_modify(|g| *g += 1);
+        if self.generation.receiver_count() == 0 {
+            // Nobody waits (a cache fed by a reflector, most of the time): count the change
+            // without notifying, which would take the notifier's locks for no one. A waiter
+            // that subscribes after this check reads the store (already changed) before waiting.
+            self.generation.send_if_modified(|g| {
+                *g += 1;
+                false
+            });
+        } else {
+            self.generation.send_modify(|g| *g += 1);
+        }
     }
 
     // ---- reads ------------------------------------------------------------------------------

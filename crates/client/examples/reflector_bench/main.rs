@@ -107,7 +107,7 @@ async fn client(args: Args) -> Result<(), BoxError> {
 fn apply(store: &Store<Pod>, event: ReflectorEvent<Pod>) {
     match event {
         ReflectorEvent::Replace { objects, resource_version, .. } => {
-            store.replace(objects.into_iter().map(Arc::new).collect(), &resource_version);
+            store.replace(objects, &resource_version);
         }
         ReflectorEvent::Added(pod) | ReflectorEvent::Modified(pod) => {
             let pod = Arc::new(pod);

@@ -103,7 +103,7 @@ impl Script {
 }
 
 impl ListerWatcher<DynamicObject> for Script {
-    fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<DynamicObject>, Error>> {
+    fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<Arc<DynamicObject>>, Error>> {
         self.calls.lock().push(Call::List {
             rv: params.resource_version.clone(),
             limit: params.limit,
@@ -112,7 +112,7 @@ impl ListerWatcher<DynamicObject> for Script {
         let reply = self.replies.lock().pop_front();
         Box::pin(async move {
             match reply {
-                Some(Reply::List(result)) => result,
+                Some(Reply::List(result)) => result.map(|list| list.map_items(Arc::new)),
                 None => std::future::pending().await,
                 Some(_) => panic!("the script expected a watch, got a list"),
             }

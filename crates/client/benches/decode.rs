@@ -1,0 +1,50 @@
+//! Decoding one watch event of a ~1 KiB pod into a typed struct (the reflector bench's pod,
+//! `examples/reflector_bench/shared.rs`): the client's decoder against plain serde_json.
+//!
+//! ```sh
+//! cargo bench -p listwatch-client --bench decode
+//! ```
+//!
+//! * `client`: [`decode_json_event`], as the watch stream decodes every event (UTF-8 checked
+//!   once, then serde_json from the `str` through the layer that gives `Vec`s their exact
+//!   capacity).
+//! * `serde_json`: `serde_json::from_str` of the same event into a derived
+//!   `{type, object}` struct: what decoding costs without the layer.
+//!
+//! Each iteration also drops the decoded pod, as a cache drops the object an update replaces.
+
+#[allow(dead_code)]
+#[path = "../examples/reflector_bench/shared.rs"]
+mod shared;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use listwatch_client::ObjectMeta;
+use listwatch_client::event::{WatchEvent, decode_json_event};
+use serde::Deserialize;
+
+type Pod = shared::BenchPod<ObjectMeta>;
+
+/// A MODIFIED event of a pod as `listwatch bench create` and the update driver write them.
+const EVENT: &str = r#"{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"bench-ac51-0","namespace":"rbench","uid":"09ace488-e32b-49ac-b271-ea4319d62e8a","resourceVersion":"40011","generation":1,"creationTimestamp":"2026-11-24T07:02:55Z","labels":{"app":"bench-web","pod-template-hash":"6b7f9c8d5d"},"annotations":{"bench.listwatch.dev/padding":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx","bench.listwatch.dev/round":"000002"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"bench-web-6b7f9c8d5d","uid":"35b6e18d-cdd8-4be5-9c73-5b5d27fab044","controller":true,"blockOwnerDeletion":true}]},"spec":{"containers":[{"name":"web","image":"registry.k8s.io/nginx-slim:0.27","ports":[{"containerPort":8080,"protocol":"TCP"}],"resources":{"requests":{"cpu":"100m","memory":"128Mi"}},"imagePullPolicy":"IfNotPresent"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","serviceAccountName":"default","schedulerName":"default-scheduler","priority":0},"status":{"phase":"Pending","qosClass":"BestEffort"}}}"#;
+
+#[derive(Deserialize)]
+struct PlainEvent {
+    #[allow(dead_code)]
+    r#type: String,
+    object: Pod,
+}
+
+fn decode(c: &mut Criterion) {
+    let mut group = c.benchmark_group("decode_pod_event");
+    group.bench_function("client", |b| {
+        b.iter(|| match decode_json_event::<Pod>(EVENT.as_bytes()).unwrap() {
+            WatchEvent::Modified(pod) => pod,
+            other => panic!("{other:?}"),
+        })
+    });
+    group.bench_function("serde_json", |b| b.iter(|| serde_json::from_str::<PlainEvent>(EVENT).unwrap().object));
+    group.finish();
+}
+
+criterion_group!(benches, decode);
+criterion_main!(benches);
