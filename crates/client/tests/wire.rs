@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use listwatch_client::{
-    Api, ApiResource, Client, Config, DynamicObject, Encoding, Error, Object, WatchEvent, WatchParams, WatchTransport,
+    Api, ApiResource, Client, Config, DynamicObject, Encoding, Error, Object, ObjectMeta, Resource, WatchEvent,
+    WatchParams, WatchTransport,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -107,6 +108,58 @@ async fn json_events_split_across_chunks_and_packed_into_them() {
         let Ok(WatchEvent::Added(object)) = &events[0] else { unreachable!() };
         assert_eq!(object.pointer("/data/x").and_then(|v| v.as_str()), Some("line\nbreak } and \" quote"));
     }
+}
+
+/// Counts how many config maps have been decoded (each test runs in its own process).
+static DECODED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+#[derive(Debug)]
+struct CountedConfigMap {
+    metadata: ObjectMeta,
+}
+
+impl<'de> serde::Deserialize<'de> for CountedConfigMap {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        struct Fields {
+            metadata: ObjectMeta,
+        }
+        let fields = Fields::deserialize(deserializer)?;
+        DECODED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(CountedConfigMap { metadata: fields.metadata })
+    }
+}
+
+impl Resource for CountedConfigMap {
+    const GROUP: &'static str = "";
+    const VERSION: &'static str = "v1";
+    const KIND: &'static str = "ConfigMap";
+    const PLURAL: &'static str = "configmaps";
+    const NAMESPACED: bool = true;
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+}
+
+#[tokio::test]
+async fn events_packed_into_one_chunk_are_decoded_one_at_a_time_as_they_are_taken() {
+    let url = serve_once(|mut socket| async move {
+        write_chunks(&mut socket, "application/json", EVENTS.as_bytes(), &[EVENTS.len()], true).await;
+    })
+    .await;
+    let api: Api<CountedConfigMap> = Api::namespaced(Client::new(Config::new(&url)).unwrap(), "default");
+    let mut stream = api.watch(&WatchParams::default()).await.unwrap();
+    let decoded = || DECODED.load(std::sync::atomic::Ordering::SeqCst);
+    let mut next = async || tokio::time::timeout(WAIT, stream.next()).await.expect("an event").expect("not the end");
+    assert!(matches!(next().await, Ok(WatchEvent::Added(_))));
+    // The chunk holds three config maps, but only the one handed out has been decoded.
+    assert_eq!(decoded(), 1);
+    assert!(matches!(next().await, Ok(WatchEvent::Modified(_))));
+    assert_eq!(decoded(), 2);
+    assert!(matches!(next().await, Ok(WatchEvent::Bookmark(_))));
+    assert_eq!(decoded(), 2);
+    assert!(matches!(next().await, Ok(WatchEvent::Deleted(_))));
+    assert_eq!(decoded(), 3);
 }
 
 #[tokio::test]
