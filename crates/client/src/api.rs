@@ -188,7 +188,7 @@ impl<K: Object> Api<K> {
 
     /// One LIST request (one page when `params.limit` is set).
     ///
-    /// A JSON list is decoded item by item while it arrives ([`ListDecoder`]), so the body is
+    /// A JSON list is decoded item by item while it arrives, so the body is
     /// never held whole next to the objects.
     pub async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
         self.list_with(params, std::convert::identity).await

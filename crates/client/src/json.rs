@@ -17,6 +17,7 @@
 //! value after an escaped key) get no hint, as before. A hint is only a capacity: it never
 //! changes what is decoded, and serde caps it (`size_hint::cautious`) like any other hint.
 
+use std::cell::Cell;
 use std::fmt;
 
 use serde::de::{
@@ -26,7 +27,8 @@ use serde::de::{
 /// `serde_json::from_str`, with exact capacities for the `Vec`s of the decoded value.
 pub(crate) fn from_str<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let value = T::deserialize(Hinted::new(&mut deserializer, text))?;
+    let doc = Doc::new(text);
+    let value = T::deserialize(Hinted::new(&mut deserializer, &doc))?;
     deserializer.end()?;
     Ok(value)
 }
@@ -37,25 +39,44 @@ where
     S: DeserializeSeed<'de>,
     D: Deserializer<'de>,
 {
-    seed.deserialize(Hinted::new(deserializer, text))
+    seed.deserialize(Hinted::new(deserializer, &Doc::new(text)))
+}
+
+/// The text being decoded, and how many more of its bytes counting may scan: an array after a
+/// key inside an array after a key is counted at every level, and 128 levels (serde_json's
+/// depth limit) would make a hostile document cost 128 passes. The budget, twice the text,
+/// is far more than real objects use (a pod's arrays are counted in under half of it).
+struct Doc<'t> {
+    text: &'t str,
+    scan_budget: Cell<usize>,
+}
+
+impl<'t> Doc<'t> {
+    fn new(text: &'t str) -> Doc<'t> {
+        Doc { text, scan_budget: Cell::new(text.len().saturating_mul(2)) }
+    }
 }
 
 /// Where in `text` the value being decoded starts, when known (an offset just past its key).
 #[derive(Clone, Copy)]
 struct Place<'t> {
-    text: &'t str,
+    doc: &'t Doc<'t>,
     /// The offset just after the key of the value being decoded (its closing quote is there).
     after_key: Option<usize>,
 }
 
 impl<'t> Place<'t> {
-    fn unknown(text: &'t str) -> Place<'t> {
-        Place { text, after_key: None }
+    fn unknown(doc: &'t Doc<'t>) -> Place<'t> {
+        Place { doc, after_key: None }
     }
 
     /// The number of elements of the array that is this value, if it is one and can be found.
     fn array_len(self) -> Option<usize> {
-        let bytes = self.text.as_bytes();
+        let budget = self.doc.scan_budget.get();
+        if budget == 0 {
+            return None;
+        }
+        let bytes = self.doc.text.as_bytes();
         let mut at = self.after_key?;
         if bytes.get(at) != Some(&b'"') {
             return None;
@@ -68,14 +89,17 @@ impl<'t> Place<'t> {
         if bytes.get(at) != Some(&b'[') {
             return None;
         }
-        count_elements(bytes, at + 1)
+        let (count, end) = count_elements(bytes, at + 1)?;
+        self.doc.scan_budget.set(budget.saturating_sub(end - at));
+        Some(count)
     }
 
     /// The offset where `key` ends, if `key` is a slice of the text.
     fn end_of(&self, key: &str) -> Option<usize> {
-        let start = (key.as_ptr() as usize).checked_sub(self.text.as_ptr() as usize)?;
+        let text = self.doc.text;
+        let start = (key.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
         let end = start.checked_add(key.len())?;
-        (end <= self.text.len()).then_some(end)
+        (end <= text.len()).then_some(end)
     }
 }
 
@@ -87,11 +111,12 @@ fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
 }
 
 /// Counts the elements of the array whose `[` is just before `at`: one more than the commas at
-/// its own depth, or 0 for `[]`. `None` if the text ends first (serde_json will reject it).
-fn count_elements(bytes: &[u8], at: usize) -> Option<usize> {
+/// its own depth, or 0 for `[]`; with the offset of its `]`. `None` if the text ends first
+/// (serde_json will reject it).
+fn count_elements(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
     let mut at = skip_whitespace(bytes, at);
     if *bytes.get(at)? == b']' {
-        return Some(0);
+        return Some((0, at));
     }
     let (mut depth, mut commas) = (0usize, 0usize);
     loop {
@@ -109,7 +134,7 @@ fn count_elements(bytes: &[u8], at: usize) -> Option<usize> {
                 }
             }
             b'[' | b'{' => depth += 1,
-            b']' | b'}' if depth == 0 => return Some(commas + 1),
+            b']' | b'}' if depth == 0 => return Some((commas + 1, at)),
             b']' | b'}' => depth -= 1,
             b',' if depth == 0 => commas += 1,
             _ => {}
@@ -126,8 +151,8 @@ struct Hinted<'t, D> {
 }
 
 impl<'t, D> Hinted<'t, D> {
-    fn new(inner: D, text: &'t str) -> Hinted<'t, D> {
-        Hinted { inner, place: Place::unknown(text) }
+    fn new(inner: D, doc: &'t Doc<'t>) -> Hinted<'t, D> {
+        Hinted { inner, place: Place::unknown(doc) }
     }
 }
 
@@ -277,21 +302,21 @@ impl<'de, 't, V: Visitor<'de>> Visitor<'de> for HintedVisitor<'t, V> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
         let len = self.place.array_len();
-        self.inner.visit_seq(HintedSeq { inner: seq, text: self.place.text, len })
+        self.inner.visit_seq(HintedSeq { inner: seq, doc: self.place.doc, len })
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
-        self.inner.visit_map(HintedMap { inner: map, place: Place::unknown(self.place.text) })
+        self.inner.visit_map(HintedMap { inner: map, place: Place::unknown(self.place.doc) })
     }
 
     fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
-        self.inner.visit_enum(HintedEnum { inner: data, text: self.place.text })
+        self.inner.visit_enum(HintedEnum { inner: data, doc: self.place.doc })
     }
 }
 
 struct HintedSeq<'t, A> {
     inner: A,
-    text: &'t str,
+    doc: &'t Doc<'t>,
     len: Option<usize>,
 }
 
@@ -299,7 +324,7 @@ impl<'de, 't, A: SeqAccess<'de>> SeqAccess<'de> for HintedSeq<'t, A> {
     type Error = A::Error;
 
     fn next_element_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<Option<S::Value>, A::Error> {
-        self.inner.next_element_seed(HintedSeed { inner: seed, place: Place::unknown(self.text) })
+        self.inner.next_element_seed(HintedSeed { inner: seed, place: Place::unknown(self.doc) })
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -439,7 +464,7 @@ impl<'de, 'p, 't, V: Visitor<'de>> Visitor<'de> for KeyVisitor<'p, 't, V> {
 /// Enums: the variant's content goes on through the layer (its own keys place its arrays).
 struct HintedEnum<'t, A> {
     inner: A,
-    text: &'t str,
+    doc: &'t Doc<'t>,
 }
 
 impl<'de, 't, A: EnumAccess<'de>> EnumAccess<'de> for HintedEnum<'t, A> {
@@ -448,13 +473,13 @@ impl<'de, 't, A: EnumAccess<'de>> EnumAccess<'de> for HintedEnum<'t, A> {
 
     fn variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<(S::Value, Self::Variant), A::Error> {
         let (value, variant) = self.inner.variant_seed(seed)?;
-        Ok((value, HintedVariant { inner: variant, text: self.text }))
+        Ok((value, HintedVariant { inner: variant, doc: self.doc }))
     }
 }
 
 struct HintedVariant<'t, A> {
     inner: A,
-    text: &'t str,
+    doc: &'t Doc<'t>,
 }
 
 impl<'de, 't, A: VariantAccess<'de>> VariantAccess<'de> for HintedVariant<'t, A> {
@@ -465,11 +490,11 @@ impl<'de, 't, A: VariantAccess<'de>> VariantAccess<'de> for HintedVariant<'t, A>
     }
 
     fn newtype_variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<S::Value, A::Error> {
-        self.inner.newtype_variant_seed(HintedSeed { inner: seed, place: Place::unknown(self.text) })
+        self.inner.newtype_variant_seed(HintedSeed { inner: seed, place: Place::unknown(self.doc) })
     }
 
     fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, A::Error> {
-        self.inner.tuple_variant(len, HintedVisitor { inner: visitor, place: Place::unknown(self.text) })
+        self.inner.tuple_variant(len, HintedVisitor { inner: visitor, place: Place::unknown(self.doc) })
     }
 
     fn struct_variant<V: Visitor<'de>>(
@@ -477,7 +502,7 @@ impl<'de, 't, A: VariantAccess<'de>> VariantAccess<'de> for HintedVariant<'t, A>
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, A::Error> {
-        self.inner.struct_variant(fields, HintedVisitor { inner: visitor, place: Place::unknown(self.text) })
+        self.inner.struct_variant(fields, HintedVisitor { inner: visitor, place: Place::unknown(self.doc) })
     }
 }
 
@@ -588,8 +613,31 @@ mod tests {
     }
 
     #[test]
+    fn counting_stops_when_nested_arrays_would_rescan_the_document() {
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct Node {
+            a: Vec<Node>,
+        }
+        // {"a":[{"a":[ ... {"a":[]} ... ]}]}: every array after a key spans the rest of the text.
+        let depth = 60; // 120 levels of nesting: under serde_json's limit of 128
+        let text = format!("{}{{\"a\":[]}}{}", r#"{"a":["#.repeat(depth), "]}".repeat(depth));
+        let hinted: Node = from_str(&text).unwrap();
+        assert_eq!(hinted, serde_json::from_str::<Node>(&text).unwrap());
+        let mut capacities = Vec::new();
+        let mut node = &hinted;
+        while let Some(child) = node.a.first() {
+            capacities.push(node.a.capacity());
+            node = child;
+        }
+        assert_eq!(capacities.len(), depth);
+        // The outer arrays are counted; once twice the text has been scanned, serde's growth.
+        assert_eq!(capacities[0], 1);
+        assert_eq!(capacities[depth - 1], 4);
+    }
+
+    #[test]
     fn element_counting() {
-        let count = |s: &str| count_elements(s.as_bytes(), 1);
+        let count = |s: &str| count_elements(s.as_bytes(), 1).map(|(n, _)| n);
         assert_eq!(count("[]"), Some(0));
         assert_eq!(count("[ \n ]"), Some(0));
         assert_eq!(count(r#"["a,b", {"c":[1,2]}, [3,4], "\\", "\"]"]"#), Some(5));
