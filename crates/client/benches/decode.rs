@@ -13,14 +13,22 @@
 //!   layer's price for exact capacities).
 //!
 //! Each iteration also drops the decoded pod, as a cache drops the object an update replaces.
+//!
+//! * `into_store_10000`: the same events for 10,000 pods (names `bench-ac51-0` ...), decoded
+//!   round-robin with the client's decoder and put into a [`Store`] holding those 10,000 pods:
+//!   each insert drops a pod last touched 10,000 events earlier, as in the reflector bench
+//!   (`scripts/bench-reflector.sh`), without the network, the framing and the reflector: the
+//!   most a reflector can do per core with this struct.
 
 #[allow(dead_code)]
 #[path = "../examples/reflector_bench/shared.rs"]
 mod shared;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use listwatch_client::ObjectMeta;
+use std::sync::Arc;
+
 use listwatch_client::event::{WatchEvent, decode_json_event};
+use listwatch_client::{ObjectMeta, Resource, Store};
 use serde::Deserialize;
 
 type Pod = shared::BenchPod<ObjectMeta>;
@@ -35,6 +43,17 @@ struct PlainEvent {
     object: Pod,
 }
 
+impl Resource for Pod {
+    const GROUP: &'static str = "";
+    const VERSION: &'static str = "v1";
+    const KIND: &'static str = "Pod";
+    const PLURAL: &'static str = "pods";
+    const NAMESPACED: bool = true;
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+}
+
 fn decode(c: &mut Criterion) {
     let mut group = c.benchmark_group("decode_pod_event");
     group.bench_function("client", |b| {
@@ -47,6 +66,24 @@ fn decode(c: &mut Criterion) {
         b.iter(|| {
             let text = std::str::from_utf8(std::hint::black_box(EVENT.as_bytes())).unwrap();
             serde_json::from_str::<PlainEvent>(text).unwrap().object
+        })
+    });
+    const PODS: usize = 10_000;
+    let events: Vec<String> = (0..PODS).map(|i| EVENT.replace("bench-ac51-0", &format!("bench-ac51-{i}"))).collect();
+    let store: Store<Pod> = Store::new();
+    let decode = |event: &String| match decode_json_event::<Pod>(event.as_bytes()).unwrap() {
+        WatchEvent::Modified(pod) => Arc::new(pod),
+        other => panic!("{other:?}"),
+    };
+    for event in &events {
+        store.insert(decode(event));
+    }
+    let mut next = 0;
+    group.bench_function("into_store_10000", |b| {
+        b.iter(|| {
+            let pod = decode(&events[next]);
+            next = (next + 1) % PODS;
+            drop(store.insert(pod));
         })
     });
     group.finish();
