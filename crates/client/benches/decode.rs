@@ -20,6 +20,8 @@
 //!   (`scripts/bench-reflector.sh`), without the network, the framing and the reflector: the
 //!   most a reflector can do per core with this struct.
 
+#[path = "../examples/reflector_bench/pod.rs"]
+mod pod;
 #[allow(dead_code)]
 #[path = "../examples/reflector_bench/shared.rs"]
 mod shared;
@@ -27,11 +29,11 @@ mod shared;
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::sync::Arc;
 
+use listwatch_client::Store;
 use listwatch_client::event::{WatchEvent, decode_json_event};
-use listwatch_client::{ObjectMeta, Resource, Store};
 use serde::Deserialize;
 
-type Pod = shared::BenchPod<ObjectMeta>;
+use pod::Pod;
 
 /// A MODIFIED event of a pod as `listwatch bench create` and the update driver write them.
 const EVENT: &str = r#"{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"bench-ac51-0","namespace":"rbench","uid":"09ace488-e32b-49ac-b271-ea4319d62e8a","resourceVersion":"40011","generation":1,"creationTimestamp":"2026-11-24T07:02:55Z","labels":{"app":"bench-web","pod-template-hash":"6b7f9c8d5d"},"annotations":{"bench.listwatch.dev/padding":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx","bench.listwatch.dev/round":"000002"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"bench-web-6b7f9c8d5d","uid":"35b6e18d-cdd8-4be5-9c73-5b5d27fab044","controller":true,"blockOwnerDeletion":true}]},"spec":{"containers":[{"name":"web","image":"registry.k8s.io/nginx-slim:0.27","ports":[{"containerPort":8080,"protocol":"TCP"}],"resources":{"requests":{"cpu":"100m","memory":"128Mi"}},"imagePullPolicy":"IfNotPresent"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","serviceAccountName":"default","schedulerName":"default-scheduler","priority":0},"status":{"phase":"Pending","qosClass":"BestEffort"}}}"#;
@@ -41,17 +43,6 @@ struct PlainEvent {
     #[allow(dead_code)]
     r#type: String,
     object: Pod,
-}
-
-impl Resource for Pod {
-    const GROUP: &'static str = "";
-    const VERSION: &'static str = "v1";
-    const KIND: &'static str = "Pod";
-    const PLURAL: &'static str = "pods";
-    const NAMESPACED: bool = true;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
 }
 
 fn decode(c: &mut Criterion) {

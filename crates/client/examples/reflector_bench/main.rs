@@ -18,6 +18,8 @@
 //! equivalent of kube-rs's `reflector(writer, watcher(..))`): [`Reflector`] with its default
 //! (client-go) settings, events applied to a [`Store`] without indexes.
 
+#[path = "pod.rs"]
+mod pod;
 #[path = "shared.rs"]
 mod shared;
 
@@ -34,18 +36,7 @@ use listwatch_client::{
 };
 use shared::{Args, BenchPod, Phases, ROUND_ANNOTATION};
 
-type Pod = BenchPod<ObjectMeta>;
-
-impl Resource for Pod {
-    const GROUP: &'static str = "";
-    const VERSION: &'static str = "v1";
-    const KIND: &'static str = "Pod";
-    const PLURAL: &'static str = "pods";
-    const NAMESPACED: bool = true;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-}
+use pod::Pod;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
