@@ -248,6 +248,34 @@ pub trait Resource: DeserializeOwned + Send + Sync + 'static {
     fn metadata(&self) -> &ObjectMeta;
 }
 
+/// Implements [`Resource`] for a struct with a `metadata: ObjectMeta` field:
+///
+/// ```
+/// use listwatch_client::{ObjectMeta, impl_resource};
+///
+/// #[derive(serde::Deserialize)]
+/// struct Deployment {
+///     metadata: ObjectMeta,
+///     // spec, status: the fields the program reads
+/// }
+/// impl_resource!(Deployment, group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true);
+/// ```
+#[macro_export]
+macro_rules! impl_resource {
+    ($type:ty, group: $group:literal, version: $version:literal, kind: $kind:literal, plural: $plural:literal, namespaced: $namespaced:literal) => {
+        impl $crate::Resource for $type {
+            const GROUP: &'static str = $group;
+            const VERSION: &'static str = $version;
+            const KIND: &'static str = $kind;
+            const PLURAL: &'static str = $plural;
+            const NAMESPACED: bool = $namespaced;
+            fn metadata(&self) -> &$crate::ObjectMeta {
+                &self.metadata
+            }
+        }
+    };
+}
+
 impl<T: Resource> Object for T {
     fn name(&self) -> &str {
         self.metadata().name.as_deref().unwrap_or("")

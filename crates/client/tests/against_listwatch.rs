@@ -14,8 +14,8 @@ use futures::StreamExt;
 use listwatch_client::{
     Api, ApiResource, Client, DeleteParams, DeletedObject, DynamicObject, Encoding, EventHandler, HttpVersion,
     InformerConfig, LabelSelector, ListParams, Object, ObjectMeta, Patch, Phase, Preconditions, PropagationPolicy,
-    Recovery, ReflectorConfig, ReflectorError, Resource, RetryWatcher, RetryWatcherConfig, SharedInformer,
-    SharedInformerFactory, UpdateCause, WatchEvent, WatchParams, WatchTransport,
+    Recovery, ReflectorConfig, ReflectorError, RetryWatcher, RetryWatcherConfig, SharedInformer, SharedInformerFactory,
+    UpdateCause, WatchEvent, WatchParams, WatchTransport, impl_resource,
 };
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -36,16 +36,7 @@ struct ConfigMap {
     data: BTreeMap<String, String>,
 }
 
-impl Resource for ConfigMap {
-    const GROUP: &'static str = "";
-    const VERSION: &'static str = "v1";
-    const KIND: &'static str = "ConfigMap";
-    const PLURAL: &'static str = "configmaps";
-    const NAMESPACED: bool = true;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-}
+impl_resource!(ConfigMap, group: "", version: "v1", kind: "ConfigMap", plural: "configmaps", namespaced: true);
 
 fn typed(name: &str, value: &str) -> ConfigMap {
     ConfigMap {

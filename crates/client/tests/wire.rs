@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use listwatch_client::{
-    Api, ApiResource, Client, Config, DynamicObject, Encoding, Error, Object, ObjectMeta, Resource, WatchEvent,
-    WatchParams, WatchTransport,
+    Api, ApiResource, Client, Config, DynamicObject, Encoding, Error, Object, ObjectMeta, WatchEvent, WatchParams,
+    WatchTransport, impl_resource,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -130,16 +130,7 @@ impl<'de> serde::Deserialize<'de> for CountedConfigMap {
     }
 }
 
-impl Resource for CountedConfigMap {
-    const GROUP: &'static str = "";
-    const VERSION: &'static str = "v1";
-    const KIND: &'static str = "ConfigMap";
-    const PLURAL: &'static str = "configmaps";
-    const NAMESPACED: bool = true;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-}
+impl_resource!(CountedConfigMap, group: "", version: "v1", kind: "ConfigMap", plural: "configmaps", namespaced: true);
 
 #[tokio::test]
 async fn events_packed_into_one_chunk_are_decoded_one_at_a_time_as_they_are_taken() {

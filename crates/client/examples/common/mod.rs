@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use listwatch_client::{Client, Config, LabelSelector, ObjectMeta, Resource};
+use listwatch_client::{Client, Config, LabelSelector, ObjectMeta, impl_resource};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -55,16 +55,7 @@ pub struct NamespaceStatus {
     pub phase: Option<String>,
 }
 
-impl Resource for Namespace {
-    const GROUP: &'static str = "";
-    const VERSION: &'static str = "v1";
-    const KIND: &'static str = "Namespace";
-    const PLURAL: &'static str = "namespaces";
-    const NAMESPACED: bool = false;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-}
+impl_resource!(Namespace, group: "", version: "v1", kind: "Namespace", plural: "namespaces", namespaced: false);
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Pod {
@@ -119,16 +110,7 @@ impl Pod {
     }
 }
 
-impl Resource for Pod {
-    const GROUP: &'static str = "";
-    const VERSION: &'static str = "v1";
-    const KIND: &'static str = "Pod";
-    const PLURAL: &'static str = "pods";
-    const NAMESPACED: bool = true;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-}
+impl_resource!(Pod, group: "", version: "v1", kind: "Pod", plural: "pods", namespaced: true);
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Service {
@@ -146,16 +128,7 @@ pub struct ServiceSpec {
     pub cluster_ip: Option<String>,
 }
 
-impl Resource for Service {
-    const GROUP: &'static str = "";
-    const VERSION: &'static str = "v1";
-    const KIND: &'static str = "Service";
-    const PLURAL: &'static str = "services";
-    const NAMESPACED: bool = true;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-}
+impl_resource!(Service, group: "", version: "v1", kind: "Service", plural: "services", namespaced: true);
 
 // ---- apps/v1 -------------------------------------------------------------------------------
 
@@ -208,16 +181,7 @@ impl Deployment {
     }
 }
 
-impl Resource for Deployment {
-    const GROUP: &'static str = "apps";
-    const VERSION: &'static str = "v1";
-    const KIND: &'static str = "Deployment";
-    const PLURAL: &'static str = "deployments";
-    const NAMESPACED: bool = true;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-}
+impl_resource!(Deployment, group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true);
 
 /// `metav1.LabelSelector`, as deployments carry it.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -31,10 +31,8 @@ use std::time::Instant;
 use bytes::Bytes;
 use listwatch_client::http::Method;
 use listwatch_client::reflector::ErrorHandler;
-use listwatch_client::{
-    Api, Client, Config, Object, ObjectMeta, Reflector, ReflectorConfig, ReflectorEvent, Resource, Store,
-};
-use shared::{Args, BenchPod, Phases, ROUND_ANNOTATION};
+use listwatch_client::{Api, Client, Config, Object, Reflector, ReflectorConfig, ReflectorEvent, Store};
+use shared::{Args, Phases, ROUND_ANNOTATION};
 
 use pod::Pod;
 

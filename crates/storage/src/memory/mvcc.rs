@@ -336,6 +336,6 @@ mod tests {
         assert_eq!(events.iter().map(|e| e.revision()).collect::<Vec<_>>(), vec![r2, r2 + 1, r4]);
         // Compacting past the deletion drops the key entirely.
         m.compact(r4).unwrap();
-        assert!(m.index.get(&b"a"[..]).is_none());
+        assert!(!m.index.contains_key(&b"a"[..]));
     }
 }
