@@ -225,6 +225,20 @@ impl<K: Object> Api<K> {
     /// Opens a WATCH. Returns once the server has accepted it (the 200 head, or the WebSocket
     /// handshake); refusals before that are `Err` here, later failures are items of the stream.
     pub async fn watch(&self, params: &WatchParams) -> Result<WatchStream<K>, Error> {
+        self.watch_with(params, std::convert::identity).await
+    }
+
+    /// [`Api::watch`] with each object put in an `Arc` as soon as it is decoded (what a cache
+    /// holds; the object is moved once instead of at every step to the cache).
+    pub async fn watch_shared(&self, params: &WatchParams) -> Result<WatchStream<Arc<K>>, Error> {
+        self.watch_with(params, Arc::new).await
+    }
+
+    async fn watch_with<T: Send + 'static>(
+        &self,
+        params: &WatchParams,
+        wrap: fn(K) -> T,
+    ) -> Result<WatchStream<T>, Error> {
         let path = with_query(self.collection(), &params.query());
         let accept = match self.encoding {
             Encoding::Json => "application/json",
@@ -238,10 +252,10 @@ impl<K: Object> Api<K> {
                 let response = self.client.request_stream(Method::GET, &path, accept).await?;
                 let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
                 let format = StreamFormat::from_content_type(content_type);
-                Ok(body_events(response.into_body(), format, self.max_event_bytes, idle))
+                Ok(body_events(response.into_body(), format, self.max_event_bytes, idle, wrap))
             }
             WatchTransport::WebSocket => {
-                crate::websocket::watch(&self.client, &path, accept, self.max_event_bytes, idle).await
+                crate::websocket::watch(&self.client, &path, accept, self.max_event_bytes, idle, wrap).await
             }
         }
     }
@@ -336,6 +350,10 @@ impl<K: Object> ListerWatcher<K> for Api<K> {
 
     fn watch<'a>(&'a self, params: &'a WatchParams) -> BoxFuture<'a, Result<WatchStream<K>, Error>> {
         Box::pin(Api::watch(self, params))
+    }
+
+    fn watch_shared<'a>(&'a self, params: &'a WatchParams) -> BoxFuture<'a, Result<WatchStream<Arc<K>>, Error>> {
+        Box::pin(Api::watch_shared(self, params))
     }
 }
 

@@ -56,6 +56,19 @@ pub enum WatchEvent<K> {
     Error(Box<Status>),
 }
 
+impl<K> WatchEvent<K> {
+    /// The same event with its object mapped (`event.map(Arc::new)`).
+    pub fn map<T>(self, f: impl FnOnce(K) -> T) -> WatchEvent<T> {
+        match self {
+            WatchEvent::Added(object) => WatchEvent::Added(f(object)),
+            WatchEvent::Modified(object) => WatchEvent::Modified(f(object)),
+            WatchEvent::Deleted(object) => WatchEvent::Deleted(f(object)),
+            WatchEvent::Bookmark(bookmark) => WatchEvent::Bookmark(bookmark),
+            WatchEvent::Error(status) => WatchEvent::Error(status),
+        }
+    }
+}
+
 /// A bookmark's content: nothing but a resourceVersion and annotations.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Bookmark {
@@ -591,10 +604,22 @@ impl EventDecoder {
         bytes: &[u8],
         out: &mut VecDeque<Result<WatchEvent<K>, Error>>,
     ) -> Result<(), Error> {
+        self.push_mapped(bytes, out, std::convert::identity)
+    }
+
+    /// [`push`](Self::push), with each decoded object `K` stored as `wrap(object)` at once (a
+    /// reflector's `Arc<K>`: the object is moved once, into its `Arc`, and from then on only
+    /// the pointer travels).
+    pub fn push_mapped<K: DeserializeOwned, T>(
+        &mut self,
+        bytes: &[u8],
+        out: &mut VecDeque<Result<WatchEvent<T>, Error>>,
+        wrap: fn(K) -> T,
+    ) -> Result<(), Error> {
         match &mut self.framer {
             Framer::Json(framer) => framer.push(bytes, |frame, candidate| match decode_json_event(frame) {
                 Ok(event) => {
-                    out.push_back(Ok(event));
+                    out.push_back(Ok(event.map(wrap)));
                     ControlFlow::Continue(())
                 }
                 Err(_) if candidate => ControlFlow::Break(()),
@@ -603,7 +628,9 @@ impl EventDecoder {
                     ControlFlow::Continue(())
                 }
             }),
-            Framer::Protobuf(framer) => framer.push(bytes, |frame| out.push_back(decode_protobuf_event(frame))),
+            Framer::Protobuf(framer) => {
+                framer.push(bytes, |frame| out.push_back(decode_protobuf_event(frame).map(|e| e.map(wrap))))
+            }
         }
     }
 

@@ -604,18 +604,12 @@ async fn drive<K: Object>(
 impl<K: Object> Shared<K> {
     fn apply(&self, event: ReflectorEvent<K>) {
         let transform = self.transform.lock().clone();
-        let ingest = |object: K| {
-            Arc::new(match &transform {
-                Some(transform) => transform(object),
-                None => object,
-            })
-        };
-        // A list's objects arrive in `Arc`s the reflector made (it keeps no other reference):
-        // without a transform they go into the store as they are.
-        let ingest_shared = |object: Arc<K>| match &transform {
+        // Objects arrive in `Arc`s the reflector made (it keeps no other reference): without a
+        // transform they go into the store as they are.
+        let ingest = |object: Arc<K>| match &transform {
             None => object,
-            Some(_) => match Arc::try_unwrap(object) {
-                Ok(object) => ingest(object),
+            Some(transform) => match Arc::try_unwrap(object) {
+                Ok(object) => Arc::new(transform(object)),
                 Err(shared) => shared,
             },
         };
@@ -624,7 +618,7 @@ impl<K: Object> Shared<K> {
         match event {
             ReflectorEvent::Replace { objects, resource_version, .. } => {
                 let first = !self.store.has_synced();
-                let objects: Vec<Arc<K>> = objects.into_iter().map(ingest_shared).collect();
+                let objects: Vec<Arc<K>> = objects.into_iter().map(ingest).collect();
                 let replaced = self.store.replace(objects, &resource_version);
                 for (key, object) in replaced.removed {
                     let deleted = DeletedObject::FinalStateUnknown { key, object };
@@ -646,8 +640,7 @@ impl<K: Object> Shared<K> {
             }
             ReflectorEvent::Added(object) | ReflectorEvent::Modified(object) => {
                 let new = ingest(object);
-                let resource_version = new.resource_version().map(str::to_owned);
-                match self.store.insert_at(new.clone(), resource_version.as_deref()) {
+                match self.store.insert_at(new.clone(), new.resource_version()) {
                     Some(old) => {
                         let audience =
                             if same_version(old.as_ref(), new.as_ref()) { Audience::Resyncing } else { Audience::All };

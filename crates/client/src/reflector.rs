@@ -82,6 +82,18 @@ use crate::watch::WatchStream;
 pub trait ListerWatcher<K>: Send + Sync + 'static {
     fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<Arc<K>>, Error>>;
     fn watch<'a>(&'a self, params: &'a WatchParams) -> BoxFuture<'a, Result<WatchStream<K>, Error>>;
+
+    /// `watch` with each object in an `Arc`, which is what the reflector takes. The default
+    /// wraps `watch`'s objects; [`Api`](crate::Api) wraps them as it decodes them.
+    fn watch_shared<'a>(&'a self, params: &'a WatchParams) -> BoxFuture<'a, Result<WatchStream<Arc<K>>, Error>>
+    where
+        K: Send + 'static,
+    {
+        Box::pin(async move {
+            let stream = self.watch(params).await?;
+            Ok(stream.map(|item| item.map(|event| event.map(Arc::new))).boxed())
+        })
+    }
 }
 
 impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
@@ -90,6 +102,12 @@ impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
     }
     fn watch<'a>(&'a self, params: &'a WatchParams) -> BoxFuture<'a, Result<WatchStream<K>, Error>> {
         (**self).watch(params)
+    }
+    fn watch_shared<'a>(&'a self, params: &'a WatchParams) -> BoxFuture<'a, Result<WatchStream<Arc<K>>, Error>>
+    where
+        K: Send + 'static,
+    {
+        (**self).watch_shared(params)
     }
 }
 
@@ -211,9 +229,9 @@ pub enum ReflectorEvent<K> {
         resource_version: String,
         streamed: bool,
     },
-    Added(K),
-    Modified(K),
-    Deleted(K),
+    Added(Arc<K>),
+    Modified(Arc<K>),
+    Deleted(Arc<K>),
     /// The stream has reached `resource_version` (nothing changed).
     Bookmark {
         resource_version: String,
@@ -226,7 +244,7 @@ enum State<K> {
     Unsynced,
     /// A streaming list is delivering its initial events into `buffer`.
     StreamingList {
-        stream: WatchStream<K>,
+        stream: WatchStream<Arc<K>>,
         buffer: HashMap<String, Arc<K>>,
         opened: Instant,
         deadline: Instant,
@@ -237,7 +255,7 @@ enum State<K> {
     Synced,
     /// A watch is streaming. `trusted` is false while a watch started at `""`/`"0"` has only
     /// delivered (synthetic, unordered) ADDED events.
-    Watching { stream: WatchStream<K>, opened: Instant, events: u64, trusted: bool },
+    Watching { stream: WatchStream<Arc<K>>, opened: Instant, events: u64, trusted: bool },
     /// Waiting until `until`, then `then`.
     BackingOff { until: Instant, then: AfterBackoff },
 }
@@ -501,7 +519,7 @@ impl<K: Object> Reflector<K> {
         let mut params = self.watch_params(self.rewatch_resource_version());
         params.send_initial_events = Some(true);
         self.streaming_list_attempts += 1;
-        match self.lister_watcher.watch(&params).await {
+        match self.lister_watcher.watch_shared(&params).await {
             Ok(stream) => {
                 let now = Instant::now();
                 self.state = State::StreamingList {
@@ -575,7 +593,7 @@ impl<K: Object> Reflector<K> {
         match item {
             Some(Ok(WatchEvent::Added(object) | WatchEvent::Modified(object))) => {
                 *events += 1;
-                buffer.insert(object.key(), Arc::new(object));
+                buffer.insert(object.key(), object);
                 None
             }
             Some(Ok(WatchEvent::Deleted(object))) => {
@@ -636,7 +654,7 @@ impl<K: Object> Reflector<K> {
         let resource_version = self.last_sync_resource_version.clone();
         let trusted = !resource_version.is_empty() && resource_version != "0";
         let params = self.watch_params(resource_version);
-        match self.lister_watcher.watch(&params).await {
+        match self.lister_watcher.watch_shared(&params).await {
             Ok(stream) => {
                 self.state = State::Watching { stream, opened: Instant::now(), events: 0, trusted };
             }

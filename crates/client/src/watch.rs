@@ -33,24 +33,25 @@ use crate::event::{EventDecoder, StreamFormat, WatchEvent};
 /// The events of one watch request. Ends when the server ends the stream; `Err` items end it too.
 pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, Error>>;
 
-struct BodyState<K> {
+struct BodyState<T> {
     body: Incoming,
     /// What is left of the last frame read, not yet fed to the decoder.
     unread: Bytes,
     format: StreamFormat,
     decoder: EventDecoder,
-    pending: VecDeque<Result<WatchEvent<K>, Error>>,
+    pending: VecDeque<Result<WatchEvent<T>, Error>>,
     idle_timeout: Option<Duration>,
     done: bool,
 }
 
-/// The events of a watch response body.
-pub(crate) fn body_events<K: DeserializeOwned + Send + 'static>(
+/// The events of a watch response body, each decoded object `K` handed out as `wrap(object)`.
+pub(crate) fn body_events<K: DeserializeOwned + 'static, T: Send + 'static>(
     body: Incoming,
     format: StreamFormat,
     max_event_bytes: usize,
     idle_timeout: Option<Duration>,
-) -> WatchStream<K> {
+    wrap: fn(K) -> T,
+) -> WatchStream<T> {
     let state = BodyState {
         body,
         unread: Bytes::new(),
@@ -60,7 +61,7 @@ pub(crate) fn body_events<K: DeserializeOwned + Send + 'static>(
         idle_timeout,
         done: false,
     };
-    futures::stream::unfold(state, |mut state| async move {
+    futures::stream::unfold(state, move |mut state| async move {
         loop {
             if let Some(item) = state.pending.pop_front() {
                 if matches!(item, Err(_) | Ok(WatchEvent::Error(_))) {
@@ -78,7 +79,7 @@ pub(crate) fn body_events<K: DeserializeOwned + Send + 'static>(
                     StreamFormat::Protobuf => state.unread.len(),
                 };
                 let piece = state.unread.split_to(end);
-                if let Err(e) = state.decoder.push(&piece, &mut state.pending) {
+                if let Err(e) = state.decoder.push_mapped(&piece, &mut state.pending, wrap) {
                     state.pending.push_back(Err(e));
                 }
                 continue;

@@ -37,13 +37,14 @@ fn ws_error(e: tokio_tungstenite::tungstenite::Error) -> Error {
 }
 
 /// Opens a WebSocket watch of `path_and_query` (which carries `watch=true` and the options).
-pub(crate) async fn watch<K: DeserializeOwned + Send + 'static>(
+pub(crate) async fn watch<K: DeserializeOwned + 'static, T: Send + 'static>(
     client: &Client,
     path_and_query: &str,
     accept: &str,
     max_event_bytes: usize,
     idle_timeout: Option<Duration>,
-) -> Result<WatchStream<K>, Error> {
+    wrap: fn(K) -> T,
+) -> Result<WatchStream<T>, Error> {
     let http_url = client.url(path_and_query);
     let http_uri: Uri = http_url.parse().map_err(|e| Error::InvalidRequest(format!("{http_url}: {e}")))?;
     let secure = http_uri.scheme_str() == Some("https");
@@ -102,10 +103,10 @@ pub(crate) async fn watch<K: DeserializeOwned + Send + 'static>(
                 },
                 None => socket.next().await,
             };
-            let event: Result<WatchEvent<K>, Error> = match message {
+            let event: Result<WatchEvent<T>, Error> = match message {
                 None | Some(Ok(Message::Close(_))) => return None,
-                Some(Ok(Message::Text(text))) => decode_json_event(text.as_bytes()),
-                Some(Ok(Message::Binary(bytes))) => decode_protobuf_event(&bytes),
+                Some(Ok(Message::Text(text))) => decode_json_event(text.as_bytes()).map(|e| e.map(wrap)),
+                Some(Ok(Message::Binary(bytes))) => decode_protobuf_event(&bytes).map(|e| e.map(wrap)),
                 Some(Ok(_)) => continue,
                 Some(Err(e)) => Err(ws_error(e)),
             };

@@ -99,7 +99,6 @@ fn apply(store: &Store<Pod>, event: ReflectorEvent<Pod>) {
             store.replace(objects, &resource_version);
         }
         ReflectorEvent::Added(pod) | ReflectorEvent::Modified(pod) => {
-            let pod = Arc::new(pod);
             store.insert_at(pod.clone(), pod.resource_version());
         }
         ReflectorEvent::Deleted(pod) => {
