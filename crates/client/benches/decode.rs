@@ -6,11 +6,11 @@
 //! ```
 //!
 //! * `client`: [`decode_json_event`], as the watch stream decodes every event (UTF-8 checked
-//!   once, then serde_json from the `str` through the layer that gives `Vec`s their exact
-//!   capacity).
+//!   once, then serde_json from the `str` through the layer that keeps one-element `Vec`s
+//!   without spare room).
 //! * `serde_json`: the same bytes checked as UTF-8, then `serde_json::from_str` into a derived
 //!   `{type, object}` struct: what decoding costs without the layer (the difference is the
-//!   layer's price for exact capacities).
+//!   layer's price).
 //!
 //! Each iteration also drops the decoded pod, as a cache drops the object an update replaces.
 //!

@@ -1,23 +1,28 @@
-//! Decoding objects from JSON text with exact `Vec` capacities.
+//! Decoding objects from JSON text without spare room in one-element `Vec`s.
 //!
 //! serde_json gives no size hint for arrays, so serde's `Vec` starts empty and grows to 4
-//! elements on the first push: a pod's one container, one port and one owner reference each
-//! hold room for three more (about 0.9 KB per pod of the bench's pods, a fifth of what a cache
-//! holds per object, and kept for as long as the object sits in the cache). [`from_str`] decodes
-//! through a thin layer over serde_json's deserializer that tells each array its length, so a
-//! `Vec` is allocated once at its final size.
+//! elements on the first push. Kubernetes objects are full of one-element arrays (a pod's one
+//! container, its one port, the one owner reference, the one finalizer), and each then holds
+//! room for three more: about 0.9 KB per pod of the bench's pods, a fifth of what a cache holds
+//! per object, kept for as long as the object sits in the cache. [`from_str`] decodes through a
+//! thin layer over serde_json's deserializer that gives each array a size hint of 1 (0 for
+//! `[]`): a one-element `Vec` is allocated at exactly one, an empty one not at all, and a longer
+//! one grows as serde grows it (1, then 4, 8, ...: the same capacities as without the hint, for
+//! one more reallocation).
 //!
-//! How the layer knows the length without parsing twice: decoding from a `&str`, serde_json
+//! Why not count the elements for an exact hint: counting means scanning the array's bytes
+//! before serde_json parses them, and for a pod's containers that cost 0.2 µs per pod, about
+//! 5 % of a reflector's whole per-event cost (`cargo bench -p listwatch-client --bench decode`),
+//! for memory that only arrays of 2 or 3 elements would save.
+//!
+//! How the layer finds the array without parsing twice: decoding from a `&str`, serde_json
 //! hands map keys without escapes to the visitor as slices of the input
 //! (`visit_borrowed_str`), so the layer learns where each key ends in the text; the value after
 //! that key starts after the `:`. When that value is decoded as a sequence (directly, or
-//! through `Option` or a newtype), the layer counts the array's elements from that position
-//! (strings skipped with `memchr`, only commas at the array's own depth counted) and returns
-//! the count as the sequence's `size_hint`. Arrays it cannot place (an element of an array, a
-//! value after an escaped key) get no hint, as before. A hint is only a capacity: it never
-//! changes what is decoded, and serde caps it (`size_hint::cautious`) like any other hint.
+//! through `Option` or a newtype), the layer looks at the first byte after the `[`. Arrays it
+//! cannot place (an element of an array, a value after an escaped key) get no hint, as before.
+//! A hint is only a capacity: it never changes what is decoded.
 
-use std::cell::Cell;
 use std::fmt;
 
 use serde::de::{
@@ -27,8 +32,7 @@ use serde::de::{
 /// `serde_json::from_str`, with exact capacities for the `Vec`s of the decoded value.
 pub(crate) fn from_str<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let doc = Doc::new(text);
-    let value = T::deserialize(Hinted::new(&mut deserializer, &doc))?;
+    let value = T::deserialize(Hinted::new(&mut deserializer, text))?;
     deserializer.end()?;
     Ok(value)
 }
@@ -39,44 +43,26 @@ where
     S: DeserializeSeed<'de>,
     D: Deserializer<'de>,
 {
-    seed.deserialize(Hinted::new(deserializer, &Doc::new(text)))
-}
-
-/// The text being decoded, and how many more of its bytes counting may scan: an array after a
-/// key inside an array after a key is counted at every level, and 128 levels (serde_json's
-/// depth limit) would make a hostile document cost 128 passes. The budget, twice the text,
-/// is far more than real objects use (a pod's arrays are counted in under half of it).
-struct Doc<'t> {
-    text: &'t str,
-    scan_budget: Cell<usize>,
-}
-
-impl<'t> Doc<'t> {
-    fn new(text: &'t str) -> Doc<'t> {
-        Doc { text, scan_budget: Cell::new(text.len().saturating_mul(2)) }
-    }
+    seed.deserialize(Hinted::new(deserializer, text))
 }
 
 /// Where in `text` the value being decoded starts, when known (an offset just past its key).
 #[derive(Clone, Copy)]
 struct Place<'t> {
-    doc: &'t Doc<'t>,
+    text: &'t str,
     /// The offset just after the key of the value being decoded (its closing quote is there).
     after_key: Option<usize>,
 }
 
 impl<'t> Place<'t> {
-    fn unknown(doc: &'t Doc<'t>) -> Place<'t> {
-        Place { doc, after_key: None }
+    fn unknown(text: &'t str) -> Place<'t> {
+        Place { text, after_key: None }
     }
 
-    /// The number of elements of the array that is this value, if it is one and can be found.
-    fn array_len(self) -> Option<usize> {
-        let budget = self.doc.scan_budget.get();
-        if budget == 0 {
-            return None;
-        }
-        let bytes = self.doc.text.as_bytes();
+    /// The capacity to start this value's `Vec` with, if it is an array that can be found:
+    /// 0 for `[]`, 1 for any other.
+    fn first_capacity(self) -> Option<usize> {
+        let bytes = self.text.as_bytes();
         let mut at = self.after_key?;
         if bytes.get(at) != Some(&b'"') {
             return None;
@@ -89,14 +75,12 @@ impl<'t> Place<'t> {
         if bytes.get(at) != Some(&b'[') {
             return None;
         }
-        let (count, end) = count_elements(bytes, at + 1)?;
-        self.doc.scan_budget.set(budget.saturating_sub(end - at));
-        Some(count)
+        Some(usize::from(bytes.get(skip_whitespace(bytes, at + 1)) != Some(&b']')))
     }
 
     /// The offset where `key` ends, if `key` is a slice of the text.
     fn end_of(&self, key: &str) -> Option<usize> {
-        let text = self.doc.text;
+        let text = self.text;
         let start = (key.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
         let end = start.checked_add(key.len())?;
         (end <= text.len()).then_some(end)
@@ -110,40 +94,6 @@ fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
     at
 }
 
-/// Counts the elements of the array whose `[` is just before `at`: one more than the commas at
-/// its own depth, or 0 for `[]`; with the offset of its `]`. `None` if the text ends first
-/// (serde_json will reject it).
-fn count_elements(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
-    let mut at = skip_whitespace(bytes, at);
-    if *bytes.get(at)? == b']' {
-        return Some((0, at));
-    }
-    let (mut depth, mut commas) = (0usize, 0usize);
-    loop {
-        match *bytes.get(at)? {
-            b'"' => {
-                // To the closing quote: the next `"` not escaped. Byte by byte: the strings of
-                // an object's arrays are short (names, images, ports), and a `memchr` call costs
-                // more than it saves below a few dozen bytes.
-                at += 1;
-                loop {
-                    match *bytes.get(at)? {
-                        b'"' => break,
-                        b'\\' => at += 2,
-                        _ => at += 1,
-                    }
-                }
-            }
-            b'[' | b'{' => depth += 1,
-            b']' | b'}' if depth == 0 => return Some((commas + 1, at)),
-            b']' | b'}' => depth -= 1,
-            b',' if depth == 0 => commas += 1,
-            _ => {}
-        }
-        at += 1;
-    }
-}
-
 /// The layer: forwards every call to serde_json's deserializer, with visitors that learn
 /// where keys end and tell arrays their length.
 struct Hinted<'t, D> {
@@ -152,8 +102,8 @@ struct Hinted<'t, D> {
 }
 
 impl<'t, D> Hinted<'t, D> {
-    fn new(inner: D, doc: &'t Doc<'t>) -> Hinted<'t, D> {
-        Hinted { inner, place: Place::unknown(doc) }
+    fn new(inner: D, text: &'t str) -> Hinted<'t, D> {
+        Hinted { inner, place: Place::unknown(text) }
     }
 }
 
@@ -302,22 +252,22 @@ impl<'de, 't, V: Visitor<'de>> Visitor<'de> for HintedVisitor<'t, V> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
-        let len = self.place.array_len();
-        self.inner.visit_seq(HintedSeq { inner: seq, doc: self.place.doc, len })
+        let len = self.place.first_capacity();
+        self.inner.visit_seq(HintedSeq { inner: seq, text: self.place.text, len })
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
-        self.inner.visit_map(HintedMap { inner: map, place: Place::unknown(self.place.doc) })
+        self.inner.visit_map(HintedMap { inner: map, place: Place::unknown(self.place.text) })
     }
 
     fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
-        self.inner.visit_enum(HintedEnum { inner: data, doc: self.place.doc })
+        self.inner.visit_enum(HintedEnum { inner: data, text: self.place.text })
     }
 }
 
 struct HintedSeq<'t, A> {
     inner: A,
-    doc: &'t Doc<'t>,
+    text: &'t str,
     len: Option<usize>,
 }
 
@@ -325,7 +275,7 @@ impl<'de, 't, A: SeqAccess<'de>> SeqAccess<'de> for HintedSeq<'t, A> {
     type Error = A::Error;
 
     fn next_element_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<Option<S::Value>, A::Error> {
-        self.inner.next_element_seed(HintedSeed { inner: seed, place: Place::unknown(self.doc) })
+        self.inner.next_element_seed(HintedSeed { inner: seed, place: Place::unknown(self.text) })
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -465,7 +415,7 @@ impl<'de, 'p, 't, V: Visitor<'de>> Visitor<'de> for KeyVisitor<'p, 't, V> {
 /// Enums: the variant's content goes on through the layer (its own keys place its arrays).
 struct HintedEnum<'t, A> {
     inner: A,
-    doc: &'t Doc<'t>,
+    text: &'t str,
 }
 
 impl<'de, 't, A: EnumAccess<'de>> EnumAccess<'de> for HintedEnum<'t, A> {
@@ -474,13 +424,13 @@ impl<'de, 't, A: EnumAccess<'de>> EnumAccess<'de> for HintedEnum<'t, A> {
 
     fn variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<(S::Value, Self::Variant), A::Error> {
         let (value, variant) = self.inner.variant_seed(seed)?;
-        Ok((value, HintedVariant { inner: variant, doc: self.doc }))
+        Ok((value, HintedVariant { inner: variant, text: self.text }))
     }
 }
 
 struct HintedVariant<'t, A> {
     inner: A,
-    doc: &'t Doc<'t>,
+    text: &'t str,
 }
 
 impl<'de, 't, A: VariantAccess<'de>> VariantAccess<'de> for HintedVariant<'t, A> {
@@ -491,11 +441,11 @@ impl<'de, 't, A: VariantAccess<'de>> VariantAccess<'de> for HintedVariant<'t, A>
     }
 
     fn newtype_variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<S::Value, A::Error> {
-        self.inner.newtype_variant_seed(HintedSeed { inner: seed, place: Place::unknown(self.doc) })
+        self.inner.newtype_variant_seed(HintedSeed { inner: seed, place: Place::unknown(self.text) })
     }
 
     fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, A::Error> {
-        self.inner.tuple_variant(len, HintedVisitor { inner: visitor, place: Place::unknown(self.doc) })
+        self.inner.tuple_variant(len, HintedVisitor { inner: visitor, place: Place::unknown(self.text) })
     }
 
     fn struct_variant<V: Visitor<'de>>(
@@ -503,7 +453,7 @@ impl<'de, 't, A: VariantAccess<'de>> VariantAccess<'de> for HintedVariant<'t, A>
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, A::Error> {
-        self.inner.struct_variant(fields, HintedVisitor { inner: visitor, place: Place::unknown(self.doc) })
+        self.inner.struct_variant(fields, HintedVisitor { inner: visitor, place: Place::unknown(self.text) })
     }
 }
 
@@ -567,11 +517,11 @@ mod tests {
         Polygon { sides: Vec<u8> },
     }
 
-    const POD: &str = r#"{"metadata":{"name":"p","finalizers":["a","b\"]"],"labels":{"x":"["}},
+    const POD: &str = r#"{"metadata":{"name":"p","finalizers":["b\"]"],"labels":{"x":"["}},
         "spec":{"containers":[{"name":"c1","args":["-v", "[1,2]", "{\"a\":[1,2]}"],"ports":[[80,"tcp"]]},
-                              {"name":"c2","args":[],"ports":[]},{"name":"c3"}],
+                              {"name":"c2","args":[],"ports":[ ]},{"name":"c3"}],
                 "matrix" : [ [1,2,3] , [ ] , [4] ],
-                "shape":{"polygon":{"sides":[3,4,5,6]}}},
+                "shape":{"polygon":{"sides": [ 3 ]}}},
         "extra":{"list":[1,[2,3],{"k":[4]}],"s\u0074r":["x"]}}"#;
 
     #[test]
@@ -596,54 +546,25 @@ mod tests {
     }
 
     #[test]
-    fn vecs_after_keys_are_allocated_at_their_length() {
+    fn one_element_and_empty_arrays_after_keys_get_vecs_without_spare_room() {
         let pod: Pod = from_str(POD).unwrap();
-        let finalizers = pod.metadata.finalizers.as_ref().unwrap();
-        assert_eq!((finalizers.len(), finalizers.capacity()), (2, 2));
-        let containers = &pod.spec.containers;
-        assert_eq!((containers.len(), containers.capacity()), (3, 3));
-        assert_eq!((containers[0].args.len(), containers[0].args.capacity()), (3, 3));
-        assert_eq!((containers[0].ports.len(), containers[0].ports.capacity()), (1, 1));
-        assert_eq!(containers[1].args.capacity(), 0);
-        assert_eq!((pod.spec.matrix.len(), pod.spec.matrix.capacity()), (3, 3));
-        let Some(Shape::Polygon { sides }) = &pod.spec.shape else { panic!("{:?}", pod.spec.shape) };
-        assert_eq!((sides.len(), sides.capacity()), (4, 4));
-        // Serde's own growth, for comparison: room for 4.
         let plain: Pod = serde_json::from_str(POD).unwrap();
-        assert_eq!(plain.spec.containers[0].ports.capacity(), 4);
-    }
-
-    #[test]
-    fn counting_stops_when_nested_arrays_would_rescan_the_document() {
-        #[derive(Debug, PartialEq, Deserialize)]
-        struct Node {
-            a: Vec<Node>,
-        }
-        // {"a":[{"a":[ ... {"a":[]} ... ]}]}: every array after a key spans the rest of the text.
-        let depth = 60; // 120 levels of nesting: under serde_json's limit of 128
-        let text = format!("{}{{\"a\":[]}}{}", r#"{"a":["#.repeat(depth), "]}".repeat(depth));
-        let hinted: Node = from_str(&text).unwrap();
-        assert_eq!(hinted, serde_json::from_str::<Node>(&text).unwrap());
-        let mut capacities = Vec::new();
-        let mut node = &hinted;
-        while let Some(child) = node.a.first() {
-            capacities.push(node.a.capacity());
-            node = child;
-        }
-        assert_eq!(capacities.len(), depth);
-        // The outer arrays are counted; once twice the text has been scanned, serde's growth.
-        assert_eq!(capacities[0], 1);
-        assert_eq!(capacities[depth - 1], 4);
-    }
-
-    #[test]
-    fn element_counting() {
-        let count = |s: &str| count_elements(s.as_bytes(), 1).map(|(n, _)| n);
-        assert_eq!(count("[]"), Some(0));
-        assert_eq!(count("[ \n ]"), Some(0));
-        assert_eq!(count(r#"["a,b", {"c":[1,2]}, [3,4], "\\", "\"]"]"#), Some(5));
-        assert_eq!(count("[1,2"), None);
-        assert_eq!(count(r#"["abc"#), None);
-        assert_eq!(count(r#"["ab\"#), None);
+        let capacity = |v: &Vec<Port>| (v.len(), v.capacity());
+        // One element: exactly one (serde alone: room for 4), in a struct, in an Option, in an
+        // enum's struct variant, after whitespace.
+        assert_eq!(capacity(&pod.spec.containers[0].ports), (1, 1));
+        assert_eq!(capacity(&plain.spec.containers[0].ports), (1, 4));
+        let finalizers = pod.metadata.finalizers.as_ref().unwrap();
+        assert_eq!((finalizers.len(), finalizers.capacity()), (1, 1));
+        let Some(Shape::Polygon { sides }) = &pod.spec.shape else { panic!("{:?}", pod.spec.shape) };
+        assert_eq!((sides.len(), sides.capacity()), (1, 1));
+        // Empty: no allocation.
+        assert_eq!((pod.spec.containers[1].args.capacity(), pod.spec.containers[1].ports.capacity()), (0, 0));
+        // Longer: the capacities serde reaches on its own.
+        let containers = &pod.spec.containers;
+        assert_eq!((containers.len(), containers.capacity()), (3, plain.spec.containers.capacity()));
+        assert_eq!(containers[0].args.capacity(), plain.spec.containers[0].args.capacity());
+        // Elements of an array have no key to place them: as serde does.
+        assert_eq!(pod.spec.matrix[2].capacity(), plain.spec.matrix[2].capacity());
     }
 }

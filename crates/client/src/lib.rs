@@ -19,9 +19,9 @@
 //!
 //! Objects are either typed (any serde struct implementing [`Resource`]) or [`DynamicObject`]
 //! (a `serde_json::Value`); both implement [`Object`]. Objects are always fully decoded, with
-//! every `Vec` allocated at its exact length (serde alone leaves room for 4 in a one-element
-//! `Vec`, which a cache would keep for the object's lifetime); watch events are decoded one at
-//! a time as they are taken, and list items go into `Arc`s as they arrive.
+//! no spare room in one-element `Vec`s (serde alone leaves room for 4, which a cache would keep
+//! for the object's lifetime); watch events are decoded one at a time as they are taken, and
+//! objects go into `Arc`s as they are decoded.
 //!
 //! # Example: an informer, as client-go programs use one
 //!

@@ -140,8 +140,8 @@ impl<K: DeserializeOwned, T> ListDecoder<K, T> {
 }
 
 /// One JSON document: checked as UTF-8 once, then parsed from the `str` (which then need not
-/// check each string on its own, what `from_slice` does: a tenth of the decoding), with exact
-/// `Vec` capacities ([`json::from_str`]).
+/// check each string on its own, what `from_slice` does: a tenth of the decoding), without
+/// spare room in one-element `Vec`s ([`json::from_str`]).
 pub(crate) fn decode_json<T: DeserializeOwned>(bytes: &[u8], what: &'static str) -> Result<T, Error> {
     let text = std::str::from_utf8(bytes).map_err(|e| Error::decode(what, e))?;
     json::from_str(text).map_err(|e| Error::decode(what, e))
