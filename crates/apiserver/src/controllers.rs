@@ -60,16 +60,28 @@ pub fn deletion_policy(resource: &Resource, object: &Map<String, Value>, options
         let terminal = matches!(phase, "Succeeded" | "Failed");
         let default = spec.and_then(|s| s.get("terminationGracePeriodSeconds")).and_then(Value::as_i64).unwrap_or(30);
         let grace = options.grace_period_seconds.unwrap_or(default);
-        // kube deletes an unbound or finished pod at once.
-        policy.grace_seconds = if bound && !terminal { grace.max(0) } else { 0 };
+        // kube deletes an unbound or finished pod at once, and gives a negative grace period
+        // one second (the pod strategy's `CheckGracefulDelete`).
+        policy.grace_seconds = match grace {
+            _ if !bound || terminal => 0,
+            g if g < 0 => 1,
+            g => g,
+        };
     }
     policy.keep = !finalizers.is_empty() || !policy.add_finalizers.is_empty() || policy.grace_seconds > 0;
     policy
 }
 
+/// The longest a pod's removal is scheduled ahead: longer grace periods wait this long, which
+/// is as good as forever and keeps the timer's arithmetic in range.
+const MAX_GRACE_DELAY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 /// The kubelet's part of graceful deletion: remove the pod once its grace period is over.
 pub fn remove_after_grace(state: &ApiState, store: &ResourceStore, object: &Arc<Object>, grace_seconds: i64) {
-    let delay = Duration::from_secs(grace_seconds as u64) + state.config.pod_termination_delay;
+    // Any i64 a client sent: saturate rather than overflow (tokio sleeps "forever" past ~30 years).
+    let delay = Duration::from_secs(u64::try_from(grace_seconds).unwrap_or(0))
+        .saturating_add(state.config.pod_termination_delay)
+        .min(MAX_GRACE_DELAY);
     let (storage, key, rv) = (
         store.storage.clone(),
         store.key(store.scope(Some(object.namespace())), object.name()),

@@ -29,14 +29,14 @@ pub enum FieldValidation {
 }
 
 impl FieldValidation {
-    pub fn from_query(query: &Query) -> Result<FieldValidation, ApiError> {
+    /// The directive of `fieldValidation`; values kube does not know were refused with the
+    /// other write options (see `write_validation::validate_field_validation`) and read as the
+    /// default here.
+    pub fn from_query(query: &Query) -> FieldValidation {
         match query.get("fieldValidation") {
-            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
-            Some("Strict") => Ok(FieldValidation::Strict),
-            Some("Ignore") => Ok(FieldValidation::Ignore),
-            Some(other) => Err(ApiError::bad_request(format!(
-                "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
-            ))),
+            Some("Strict") => FieldValidation::Strict,
+            Some("Ignore") => FieldValidation::Ignore,
+            _ => FieldValidation::Warn,
         }
     }
 }

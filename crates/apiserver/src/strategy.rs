@@ -8,10 +8,15 @@
 //! * update of the main resource: server-owned metadata is kept from the stored object,
 //!   `.status` is kept when the kind has a status subresource, `generation` goes up only when
 //!   something outside metadata and status changed; no new finalizers once deletion started;
-//! * update of `/status`: only `.status` changes.
+//! * update of `/status`: only `.status` changes;
+//! * validation (kube's `strategy.Validate` / `ValidateUpdate` with the registry's common
+//!   checks): metadata (labels, annotations, finalizers, no new finalizers while deleting, an
+//!   immutable uid) and the kind's own rules, reported as kube reports them, repeats included
+//!   (kube checks metadata of an update up to four times and lists each finding each time).
 
 use listwatch_meta::registry::Subresource;
-use listwatch_meta::status::StatusCause;
+use listwatch_meta::validation::FieldError;
+use listwatch_meta::write_validation::{self, go_string_slice};
 use listwatch_meta::{ApiError, Resource};
 use serde_json::{Map, Value, json};
 
@@ -126,6 +131,11 @@ pub fn prepare_for_update(
     {
         let meta = metadata(&mut new);
         for field in SERVER_OWNED {
+            // A uid the client sent stays, for validation to refuse if it differs (kube uses
+            // the stored uid only when none is provided).
+            if *field == "uid" && meta.get("uid").and_then(Value::as_str).is_some_and(|uid| !uid.is_empty()) {
+                continue;
+            }
             match old_meta.get(*field) {
                 Some(v) => meta.insert((*field).into(), v.clone()),
                 None => meta.shift_remove(*field),
@@ -143,31 +153,6 @@ pub fn prepare_for_update(
             Some(status) => new.insert("status".into(), status.clone()),
             None => new.shift_remove("status"),
         };
-    }
-    if old_meta.contains_key("deletionTimestamp") {
-        let finalizers = |m: &Map<String, Value>| -> Vec<String> {
-            m.get("finalizers")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-                .unwrap_or_default()
-        };
-        let before = finalizers(&old_meta);
-        let added: Vec<String> = finalizers(metadata(&mut new)).into_iter().filter(|f| !before.contains(f)).collect();
-        if !added.is_empty() {
-            let name = old_meta.get("name").and_then(Value::as_str).unwrap_or("");
-            return Err(ApiError::invalid(
-                resource.group,
-                resource.kind,
-                name,
-                vec![StatusCause::new(
-                    "FieldValueForbidden",
-                    format!(
-                        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
-                    ),
-                    "metadata.finalizers",
-                )],
-            ));
-        }
     }
     if resource.group.is_empty() && resource.kind == "Namespace" {
         label_namespace_name(&mut new);
@@ -209,8 +194,107 @@ pub fn mark_deleting(resource: &Resource, object: &mut Map<String, Value>, grace
         }
     }
     let meta = metadata(object);
-    let when = std::time::SystemTime::now() + std::time::Duration::from_secs(grace_seconds.max(0) as u64);
-    meta.entry("deletionTimestamp")
-        .or_insert_with(|| Value::String(humantime::format_rfc3339_seconds(when).to_string()));
+    meta.entry("deletionTimestamp").or_insert_with(|| Value::String(deletion_timestamp(grace_seconds)));
     meta.insert("deletionGracePeriodSeconds".into(), json!(grace_seconds.max(0)));
+}
+
+/// The latest time RFC 3339 can write (`9999-12-31T23:59:59Z`), as seconds since the epoch.
+const LAST_RFC3339_SECOND: u64 = 253_402_300_799;
+
+/// `now + grace` as RFC 3339, saturating at the last second RFC 3339 can write: a client's
+/// grace period can be anything up to `i64::MAX` seconds. (kube multiplies it into a Go
+/// `time.Duration`, which wraps around to a time near now; a far-future time says what the
+/// client asked for and stays a valid timestamp.)
+pub fn deletion_timestamp(grace_seconds: i64) -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let grace = u64::try_from(grace_seconds).unwrap_or(0);
+    let when = now.saturating_add(grace).min(LAST_RFC3339_SECOND);
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(when);
+    humantime::format_rfc3339_seconds(time).to_string()
+}
+
+fn metadata_of(object: &Map<String, Value>) -> Map<String, Value> {
+    object.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default()
+}
+
+/// The kind's own rules beyond metadata (kube's `Validate<Kind>` minus `ValidateObjectMeta`).
+fn validate_kind(resource: &Resource, object: &Map<String, Value>) -> Vec<FieldError> {
+    match (resource.group, resource.kind) {
+        ("", "ConfigMap") => write_validation::validate_config_map(object),
+        ("", "Secret") => write_validation::validate_secret(object),
+        ("apps", "Deployment" | "ReplicaSet") => write_validation::validate_replicas(object),
+        _ => Vec::new(),
+    }
+}
+
+/// What a create is refused for besides its name (kube's `ValidateObjectMeta` after the name
+/// checks, then the kind's rules), in kube's order.
+pub fn validate_create(resource: &Resource, object: &Map<String, Value>) -> Vec<FieldError> {
+    let mut errors = write_validation::validate_object_meta(&metadata_of(object));
+    errors.extend(validate_kind(resource, object));
+    errors
+}
+
+/// Kinds whose update validation runs their create validation again (`ValidateConfigMapUpdate`
+/// calls `ValidateConfigMap`, and so on), so their metadata findings are listed once more.
+fn update_revalidates_create(resource: &Resource) -> bool {
+    resource.group.is_empty() && matches!(resource.kind, "ConfigMap" | "Secret" | "ServiceAccount" | "Service" | "Endpoints")
+}
+
+/// `ValidateObjectMetaAccessorUpdate`: no new finalizers while the object is being deleted,
+/// an unchanged uid, then labels and annotations.
+fn validate_meta_update(old: &Map<String, Value>, new: &Map<String, Value>) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if old.get("deletionTimestamp").is_some_and(|v| !v.is_null()) {
+        let names = |m: &Map<String, Value>| -> Vec<String> {
+            m.get("finalizers")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                .unwrap_or_default()
+        };
+        let before = names(old);
+        let mut added: Vec<String> = names(new).into_iter().filter(|f| !before.contains(f)).collect();
+        added.sort();
+        added.dedup();
+        if !added.is_empty() {
+            let added: Vec<&str> = added.iter().map(String::as_str).collect();
+            errors.push(FieldError::forbidden(
+                "metadata.finalizers",
+                &format!(
+                    "no new finalizers can be added if the object is being deleted, found new finalizers {}",
+                    go_string_slice(&added)
+                ),
+            ));
+        }
+    }
+    let uid = |m: &Map<String, Value>| m.get("uid").and_then(Value::as_str).unwrap_or("").to_owned();
+    let (old_uid, new_uid) = (uid(old), uid(new));
+    if new_uid != old_uid {
+        errors.push(FieldError::invalid("metadata.uid", &new_uid, "field is immutable"));
+    }
+    if let Some(labels) = new.get("labels").and_then(Value::as_object) {
+        errors.extend(write_validation::validate_labels(labels, "metadata.labels"));
+    }
+    if let Some(annotations) = new.get("annotations").and_then(Value::as_object) {
+        errors.extend(write_validation::validate_annotations(annotations, "metadata.annotations"));
+    }
+    errors
+}
+
+/// What an update of the main resource is refused for: the registry's common checks
+/// (`ValidateObjectMetaAccessor` and `...Update`), then the kind's `ValidateUpdate`, which
+/// checks the metadata update again, for some kinds the whole create validation again, and the
+/// kind's rules. kube lists every finding of every pass; the Status message shows each once.
+pub fn validate_update(resource: &Resource, old: &Map<String, Value>, new: &Map<String, Value>) -> Vec<FieldError> {
+    let (old_meta, new_meta) = (metadata_of(old), metadata_of(new));
+    let common = write_validation::validate_object_meta(&new_meta);
+    let update = validate_meta_update(&old_meta, &new_meta);
+    let mut errors = common.clone();
+    errors.extend(update.iter().cloned());
+    errors.extend(update);
+    if update_revalidates_create(resource) {
+        errors.extend(common);
+    }
+    errors.extend(validate_kind(resource, new));
+    errors
 }

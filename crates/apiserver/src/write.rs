@@ -14,7 +14,10 @@ use listwatch_encoding::{Encoder, MediaType};
 use listwatch_meta::object::to_storage_bytes;
 use listwatch_meta::registry::Subresource;
 use listwatch_meta::status::{StatusCause, StatusDetails};
-use listwatch_meta::validation::{generate_name, validate_object_name};
+use listwatch_meta::validation::{FieldError, generate_name, invalid_error, validate_object_name};
+use listwatch_meta::validation::go_quote;
+use listwatch_meta::write_validation;
+use listwatch_meta::go_json;
 use listwatch_meta::{ApiError, Object, Status};
 use listwatch_storage::{KeyRange, KeyValue, RangeRequest, StorageError};
 use serde_json::{Map, Value, json};
@@ -31,14 +34,58 @@ use crate::strategy;
 /// up under extreme contention; kube retries without bound).
 const MAX_UPDATE_ATTEMPTS: usize = 1000;
 
-fn dry_run(query: &Query) -> Result<bool, ApiError> {
-    match query.get("dryRun") {
-        None | Some("") => Ok(false),
-        Some("All") => Ok(true),
-        Some(other) => {
-            Err(ApiError::bad_request(format!("dryRun: Unsupported value: \"{other}\": supported values: \"All\"")))
+/// The write options kube validates (`ValidateCreateOptions`, `ValidateUpdateOptions`,
+/// `ValidatePatchOptions`, `ValidateDeleteOptions`), named as kube names them in the 422.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OptionsKind {
+    Create,
+    Update,
+    Patch,
+    Delete,
+}
+
+impl OptionsKind {
+    fn kind(self) -> &'static str {
+        match self {
+            OptionsKind::Create => "CreateOptions",
+            OptionsKind::Update => "UpdateOptions",
+            OptionsKind::Patch => "PatchOptions",
+            OptionsKind::Delete => "DeleteOptions",
         }
     }
+
+    /// 422 `<Kind>.meta.k8s.io "" is invalid: ...` when any error was found.
+    fn check(self, errors: Vec<FieldError>) -> Result<(), ApiError> {
+        if errors.is_empty() {
+            return Ok(());
+        }
+        Err(invalid_error("meta.k8s.io", self.kind(), "", &errors))
+    }
+}
+
+/// `dryRun` from the query: absent is no dry run, and every value must be `All` (an empty
+/// value too is refused, as kube refuses `[]string{""}`).
+fn query_dry_run(query: &Query) -> (bool, Vec<FieldError>) {
+    match query.get("dryRun") {
+        None => (false, Vec::new()),
+        Some(value) => (true, write_validation::validate_dry_run(&[value])),
+    }
+}
+
+/// `dryRun`, `fieldManager`, `fieldValidation` (and `force` for patches) of a create, update or
+/// patch, validated as kube validates them before it reads the object.
+fn write_options(query: &Query, kind: OptionsKind) -> Result<(bool, FieldValidation), ApiError> {
+    let mut errors = Vec::new();
+    if kind == OptionsKind::Patch && query.has("force") {
+        // Only server-side apply takes `force`, and apply patches are not served.
+        errors.push(FieldError::forbidden("force", "may not be specified for non-apply patch"));
+    }
+    errors.extend(write_validation::validate_field_manager(query.get("fieldManager").unwrap_or("")));
+    let (dry_run, dry_run_errors) = query_dry_run(query);
+    errors.extend(dry_run_errors);
+    errors.extend(write_validation::validate_field_validation(query.get("fieldValidation").unwrap_or("")));
+    kind.check(errors)?;
+    Ok((dry_run, FieldValidation::from_query(query)))
 }
 
 fn meta_str<'a>(object: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
@@ -112,16 +159,9 @@ pub struct WriteRequest<'a> {
     pub media: MediaType,
 }
 
-impl WriteRequest<'_> {
-    /// `dryRun` and `fieldValidation`, which every write accepts.
-    fn write_options(&self) -> Result<(bool, FieldValidation), ApiError> {
-        Ok((dry_run(self.query)?, FieldValidation::from_query(self.query)?))
-    }
-}
-
 /// POST.
 pub async fn create(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
-    let (dry_run, validation) = w.write_options()?;
+    let (dry_run, validation) = write_options(w.query, OptionsKind::Create)?;
     let WriteRequest { state, store, req, query: _, headers, body, media } = w;
     let (mut object, warnings) = decode_body(store.resource, headers, &body, validation)?;
     reconcile_namespace(store, &mut object, req.namespace.as_deref())?;
@@ -148,6 +188,7 @@ pub async fn create(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
         state.check_namespace_accepts_writes(ns, resource, explicit_name.as_deref().unwrap_or("")).await?;
     }
     strategy::prepare_for_create(resource, &mut object);
+    let object_errors = strategy::validate_create(resource, &object);
     // A generated name can collide; like kube-apiserver, try again with a new one.
     for _ in 0..8 {
         let name = match (&explicit_name, &generate) {
@@ -155,16 +196,10 @@ pub async fn create(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
             (None, Some(base)) => generate_name(base),
             (None, None) => unreachable!("checked above"),
         };
-        let causes: Vec<StatusCause> =
-            validate_object_name(resource.name_rule, &name, generate.as_deref().unwrap_or(""))
-                .iter()
-                .map(|e| {
-                    let (field, reason, message) = e.as_cause();
-                    StatusCause::new(reason, message, field)
-                })
-                .collect();
-        if !causes.is_empty() {
-            return Err(ApiError::invalid(resource.group, resource.kind, &name, causes));
+        let mut errors = validate_object_name(resource.name_rule, &name, generate.as_deref().unwrap_or(""));
+        errors.extend(object_errors.iter().cloned());
+        if !errors.is_empty() {
+            return Err(invalid_error(resource.group, resource.kind, &name, &errors));
         }
         metadata_mut(&mut object).insert("name".into(), json!(name));
         let value = Value::Object(object.clone());
@@ -320,20 +355,46 @@ fn subresource(store: &ResourceStore, req: &ResourceRequest) -> Result<Option<Su
     }
 }
 
+/// 409 for a precondition (uid or resourceVersion) the stored object does not meet, with the
+/// storage error kube-apiserver embeds in the message.
+fn precondition_failed(store: &ResourceStore, namespace: Option<&str>, name: &str, detail: &str) -> ApiError {
+    let key = store.key(store.scope(namespace), name);
+    ApiError::conflict(
+        &store.resource.group_resource(),
+        name,
+        &format!("StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: {detail}"),
+    )
+}
+
 /// Applies an update of the stored object to `new` (the body or the patched object), with
-/// the client's resourceVersion precondition taken from `new`.
+/// the client's resourceVersion precondition taken from `new`. A PUT's body also makes its
+/// uid, when set, a precondition (kube's `DefaultUpdatedObjectInfo`); a patch that changes the
+/// uid is refused by validation instead.
 async fn update_to(
     store: &ResourceStore,
     req: &ResourceRequest,
     dry_run: bool,
+    uid_precondition: bool,
     mut make_new: impl FnMut(&Object) -> Result<Map<String, Value>, ApiError>,
 ) -> Result<Updated, ApiError> {
     let resource = store.resource;
     let name = req.name.as_deref().expect("update has a name");
+    let namespace = req.namespace.as_deref();
     let sub = subresource(store, req)?;
-    guaranteed_update(store, req.namespace.as_deref(), name, None, dry_run, |existing| {
+    guaranteed_update(store, namespace, name, None, dry_run, |existing| {
         let mut new = make_new(existing)?;
         check_name_matches(&new, name)?;
+        if uid_precondition
+            && let Some(uid) = meta_str(&new, "uid").filter(|uid| !uid.is_empty())
+            && uid != existing.uid()
+        {
+            return Err(precondition_failed(
+                store,
+                namespace,
+                name,
+                &format!("UID in precondition: {uid}, UID in object meta: {}", existing.uid()),
+            ));
+        }
         if let Some(rv) = parse_rv(&new)?
             && rv != existing.resource_version()
         {
@@ -342,6 +403,12 @@ async fn update_to(
         metadata_mut(&mut new).shift_remove("resourceVersion");
         let old = editable(existing);
         let new = strategy::prepare_for_update(resource, &old, new, sub)?;
+        if sub.is_none() {
+            let errors = strategy::validate_update(resource, &old, &new);
+            if !errors.is_empty() {
+                return Err(invalid_error(resource.group, resource.kind, name, &errors));
+            }
+        }
         if strategy::should_delete_during_update(&new) {
             return Ok(Step::Delete);
         }
@@ -352,7 +419,7 @@ async fn update_to(
 
 /// PUT.
 pub async fn update(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
-    let (dry_run, validation) = w.write_options()?;
+    let (dry_run, validation) = write_options(w.query, OptionsKind::Update)?;
     let WriteRequest { state, store, req, query, headers, body, media } = w;
     if req.subresource.as_deref() == Some("scale") {
         return crate::scale::update(state, store, req, headers, body, dry_run).await;
@@ -361,7 +428,7 @@ pub async fn update(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     reconcile_namespace(store, &mut object, req.namespace.as_deref())?;
     // Checked before the update too: a PUT that creates must not create another name.
     check_name_matches(&object, req.name.as_deref().expect("PUT has a name"))?;
-    let result = update_to(store, req, dry_run, |_| Ok(object.clone())).await;
+    let result = update_to(store, req, dry_run, true, |_| Ok(object.clone())).await;
     match result {
         Ok(updated) => Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings)),
         Err(e) if e.code() == 404 && store.resource.allow_create_on_update && req.subresource.is_none() => {
@@ -373,7 +440,7 @@ pub async fn update(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
 
 /// PATCH: JSON merge patch, JSON patch, or strategic merge patch.
 pub async fn patch(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
-    let (dry_run, validation) = w.write_options()?;
+    let (dry_run, validation) = write_options(w.query, OptionsKind::Patch)?;
     let WriteRequest { state, store, req, query: _, headers, body, media } = w;
     let kind = PatchKind::from_content_type(&body_in::content_type(headers))?;
     let patch: Value =
@@ -384,7 +451,7 @@ pub async fn patch(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     let resource = store.resource;
     let name = req.name.as_deref().unwrap_or("");
     let mut warnings = Vec::new();
-    let updated = update_to(store, req, dry_run, |existing| {
+    let updated = update_to(store, req, dry_run, false, |existing| {
         let current = existing.value();
         let patched = kind.apply(resource, &current, &patch)?;
         let Value::Object(map) = patched else {
@@ -450,63 +517,279 @@ fn patch_error(e: listwatch_patch::PatchError) -> ApiError {
     }
 }
 
-/// DeleteOptions from the body (optional) and the query.
+/// DeleteOptions from the body or, without one, from the query.
 #[derive(Debug, Default)]
 pub struct DeleteOptions {
     pub grace_period_seconds: Option<i64>,
     pub propagation_policy: Option<String>,
     pub precondition_uid: Option<String>,
     pub precondition_rv: Option<i64>,
+    /// A resourceVersion precondition that is not a resourceVersion this server writes
+    /// (`"abc"`, `"007"`): kube compares the strings, so it never holds.
+    pub precondition_rv_text: Option<String>,
     pub dry_run: bool,
 }
 
-pub fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
-    let mut options = DeleteOptions { dry_run: dry_run(query)?, ..Default::default() };
-    if !body.iter().all(u8::is_ascii_whitespace) {
-        let value: Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
-        options.grace_period_seconds = value.get("gracePeriodSeconds").and_then(Value::as_i64);
-        options.propagation_policy = value.get("propagationPolicy").and_then(Value::as_str).map(String::from);
-        if value.get("orphanDependents").and_then(Value::as_bool) == Some(true) && options.propagation_policy.is_none()
-        {
-            options.propagation_policy = Some("Orphan".into());
+/// The Go scheme kube-apiserver decodes DeleteOptions bodies with, as its errors name it.
+const META_SCHEME: &str = "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme/register.go:28";
+
+/// Kinds that scheme knows in any version (`AddUnversionedTypes`): a body of one of them
+/// decodes, then fails to convert to DeleteOptions.
+const META_UNVERSIONED_KINDS: &[&str] =
+    &["CreateOptions", "UpdateOptions", "Status", "APIVersions", "APIGroupList", "APIGroup", "APIResourceList"];
+
+/// Kinds that scheme knows in `meta.k8s.io/v1` only.
+const META_V1_KINDS: &[&str] =
+    &["ListOptions", "GetOptions", "PatchOptions", "WatchEvent", "Table", "TableOptions", "PartialObjectMetadata", "PartialObjectMetadataList"];
+
+/// The Go type kube's `findKind` struct has, as Go prints it in a type error.
+const FIND_KIND_TYPE: &str =
+    r#"struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" }"#;
+
+fn delete_options_decode_error(message: impl Into<String>) -> ApiError {
+    ApiError::bad_request(message)
+}
+
+/// An `int64` field of a DeleteOptions body, with Go's type errors.
+fn go_int64(value: &Value, go_struct: &str, field: &str) -> Result<Option<i64>, String> {
+    match value {
+        Value::Null => Ok(None),
+        Value::Number(n) => n
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| go_json::type_error(&format!("number {n}"), go_struct, field, "int64")),
+        other => Err(go_json::type_error(go_json::json_kind(other), go_struct, field, "int64")),
+    }
+}
+
+/// A string field (`go_type` as Go names it), with Go's type errors.
+fn go_string(value: &Value, go_struct: &str, field: &str, go_type: &str) -> Result<Option<String>, String> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s.clone())),
+        other => Err(go_json::type_error(go_json::json_kind(other), go_struct, field, go_type)),
+    }
+}
+
+fn go_bool(value: &Value, go_struct: &str, field: &str) -> Result<Option<bool>, String> {
+    match value {
+        Value::Null => Ok(None),
+        Value::Bool(b) => Ok(Some(*b)),
+        other => Err(go_json::type_error(go_json::json_kind(other), go_struct, field, "bool")),
+    }
+}
+
+/// What a DeleteOptions carries before kube validates it.
+#[derive(Default)]
+struct RawDeleteOptions {
+    grace_period_seconds: Option<i64>,
+    orphan_dependents: Option<bool>,
+    propagation_policy: Option<String>,
+    dry_run: Option<Vec<String>>,
+    precondition_uid: Option<String>,
+    precondition_rv: Option<String>,
+}
+
+/// Decodes a DeleteOptions body as kube-apiserver's meta codec does, with its messages: Go's
+/// JSON syntax errors, the kind check, then the fields' types. kube-apiserver 1.32 answers
+/// these with a 500; 1.35 fixed that to the 400 given here.
+fn delete_options_from_body(body: &[u8]) -> Result<RawDeleteOptions, ApiError> {
+    if let Some(syntax) = go_json::syntax_error(body) {
+        return Err(delete_options_decode_error(format!("couldn't get version/kind; json parse error: {syntax}")));
+    }
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| delete_options_decode_error(format!("couldn't get version/kind; json parse error: {e}")))?;
+    let object = match value {
+        Value::Null => Map::new(),
+        Value::Object(map) => map,
+        other => {
+            return Err(delete_options_decode_error(format!(
+                "couldn't get version/kind; json parse error: {}",
+                go_json::type_error(go_json::json_kind(&other), "", "", FIND_KIND_TYPE)
+            )));
         }
-        if let Some(pre) = value.get("preconditions") {
-            options.precondition_uid = pre.get("uid").and_then(Value::as_str).map(String::from);
-            options.precondition_rv = match pre.get("resourceVersion").and_then(Value::as_str) {
-                Some(rv) => Some(
-                    rv.parse()
-                        .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion precondition {rv:?}")))?,
-                ),
-                None => None,
-            };
+    };
+    let find_kind = |field: &str| -> Result<String, ApiError> {
+        match object.get(field) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(other) => Err(delete_options_decode_error(format!(
+                "couldn't get version/kind; json parse error: {}",
+                go_json::type_error(go_json::json_kind(other), "", field, "string")
+            ))),
         }
-        if value.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All")) {
-            options.dry_run = true;
+    };
+    let (api_version, kind) = (find_kind("apiVersion")?, find_kind("kind")?);
+    let (group, version) = match api_version.split('/').collect::<Vec<_>>().as_slice() {
+        [""] => (String::new(), String::new()),
+        [version] => (String::new(), (*version).to_owned()),
+        [group, version] => ((*group).to_owned(), (*version).to_owned()),
+        _ => return Err(delete_options_decode_error(format!("unexpected GroupVersion string: {api_version}"))),
+    };
+    // Defaults: kind DeleteOptions, group and version meta.k8s.io/v1 (`gvkWithDefaults`).
+    let kind = if kind.is_empty() { "DeleteOptions".to_owned() } else { kind };
+    let version = match (group.as_str(), version.is_empty()) {
+        ("" | "meta.k8s.io", true) => "v1".to_owned(),
+        _ => version,
+    };
+    let group = if group.is_empty() && api_version.is_empty() { "meta.k8s.io".to_owned() } else { group };
+    if kind != "DeleteOptions" {
+        let known = META_UNVERSIONED_KINDS.contains(&kind.as_str())
+            || (group == "meta.k8s.io" && version == "v1" && META_V1_KINDS.contains(&kind.as_str()));
+        let gv = if group.is_empty() { version } else { format!("{group}/{version}") };
+        return Err(delete_options_decode_error(if known {
+            format!("converting (v1.{kind}) to (v1.DeleteOptions): unknown conversion")
+        } else {
+            format!("no kind {} is registered for version {} in scheme {}", go_quote(&kind), go_quote(&gv), go_quote(META_SCHEME))
+        }));
+    }
+    let mut raw = RawDeleteOptions::default();
+    let field_error = |message: String| delete_options_decode_error(message);
+    for (key, value) in &object {
+        match key.as_str() {
+            "gracePeriodSeconds" => {
+                raw.grace_period_seconds = go_int64(value, "DeleteOptions", key).map_err(field_error)?;
+            }
+            "orphanDependents" => raw.orphan_dependents = go_bool(value, "DeleteOptions", key).map_err(field_error)?,
+            "propagationPolicy" => {
+                raw.propagation_policy =
+                    go_string(value, "DeleteOptions", key, "v1.DeletionPropagation").map_err(field_error)?;
+            }
+            "ignoreStoreReadErrorWithClusterBreakingPotential" => {
+                go_bool(value, "DeleteOptions", key).map_err(field_error)?;
+            }
+            "dryRun" => match value {
+                Value::Null => raw.dry_run = None,
+                Value::Array(items) => {
+                    let mut values = Vec::new();
+                    for item in items {
+                        match item {
+                            Value::String(s) => values.push(s.clone()),
+                            // Go leaves a null element as the empty string.
+                            Value::Null => values.push(String::new()),
+                            other => {
+                                return Err(field_error(go_json::type_error(
+                                    go_json::json_kind(other),
+                                    "DeleteOptions",
+                                    key,
+                                    "string",
+                                )));
+                            }
+                        }
+                    }
+                    raw.dry_run = Some(values);
+                }
+                other => {
+                    return Err(field_error(go_json::type_error(
+                        go_json::json_kind(other),
+                        "DeleteOptions",
+                        key,
+                        "[]string",
+                    )));
+                }
+            },
+            "preconditions" => match value {
+                Value::Null => {}
+                Value::Object(pre) => {
+                    for (field, v) in pre {
+                        let path = format!("preconditions.{field}");
+                        match field.as_str() {
+                            "uid" => {
+                                raw.precondition_uid =
+                                    go_string(v, "Preconditions", &path, "types.UID").map_err(field_error)?;
+                            }
+                            "resourceVersion" => {
+                                raw.precondition_rv =
+                                    go_string(v, "Preconditions", &path, "string").map_err(field_error)?;
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                other => {
+                    return Err(field_error(go_json::type_error(
+                        go_json::json_kind(other),
+                        "DeleteOptions",
+                        key,
+                        "v1.Preconditions",
+                    )));
+                }
+            },
+            _ => {}
         }
     }
+    Ok(raw)
+}
+
+/// kube's query conversion of DeleteOptions (`Convert_url_Values_To_v1_DeleteOptions`),
+/// including `uid` and `resourceVersion` as preconditions.
+fn delete_options_from_query(query: &Query) -> Result<RawDeleteOptions, ApiError> {
+    let mut raw = RawDeleteOptions::default();
     if let Some(g) = query.get("gracePeriodSeconds") {
-        options.grace_period_seconds =
-            Some(g.parse().map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds {g:?}")))?);
+        let parsed = g.parse::<i64>().map_err(|e| {
+            let why = match e.kind() {
+                std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => "value out of range",
+                _ => "invalid syntax",
+            };
+            ApiError::bad_request(format!("strconv.ParseInt: parsing {}: {why}", go_quote(g)))
+        })?;
+        raw.grace_period_seconds = Some(parsed);
     }
-    if let Some(p) = query.get("propagationPolicy") {
-        options.propagation_policy = Some(p.to_string());
+    if query.has("orphanDependents") {
+        raw.orphan_dependents = Some(query.flag("orphanDependents"));
     }
-    if let Some(p) = &options.propagation_policy
-        && !matches!(p.as_str(), "Orphan" | "Background" | "Foreground")
-    {
-        return Err(ApiError::invalid(
-            "",
-            "DeleteOptions",
-            "",
-            vec![StatusCause::new(
-                "FieldValueNotSupported",
-                format!("Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\""),
-                "propagationPolicy",
-            )],
+    raw.propagation_policy = query.get("propagationPolicy").map(String::from);
+    raw.dry_run = query.get("dryRun").map(|v| vec![v.to_owned()]);
+    raw.precondition_uid = query.get("uid").filter(|v| !v.is_empty()).map(String::from);
+    raw.precondition_rv = query.get("resourceVersion").filter(|v| !v.is_empty()).map(String::from);
+    Ok(raw)
+}
+
+/// The DeleteOptions of a delete or deletecollection: from the body when there is one (kube
+/// then ignores the query), else from the query; then kube's `ValidateDeleteOptions` (422).
+pub fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+    let raw = if body.is_empty() { delete_options_from_query(query)? } else { delete_options_from_body(body)? };
+    let mut errors = Vec::new();
+    if let (Some(_), Some(policy)) = (raw.orphan_dependents, &raw.propagation_policy) {
+        errors.push(FieldError::invalid(
+            "propagationPolicy",
+            policy,
+            "orphanDependents and deletionPropagation cannot be both set",
         ));
     }
-    Ok(options)
+    if let Some(policy) = &raw.propagation_policy
+        && !matches!(policy.as_str(), "Foreground" | "Background" | "Orphan")
+    {
+        errors.push(FieldError::not_supported(
+            "propagationPolicy",
+            &go_quote(policy),
+            &["Foreground", "Background", "Orphan", "nil"],
+        ));
+    }
+    let dry_run: Vec<&str> = raw.dry_run.iter().flatten().map(String::as_str).collect();
+    errors.extend(write_validation::validate_dry_run(&dry_run));
+    OptionsKind::Delete.check(errors)?;
+    let propagation_policy = match (raw.propagation_policy, raw.orphan_dependents) {
+        (Some(policy), _) => Some(policy),
+        (None, Some(true)) => Some("Orphan".to_owned()),
+        (None, _) => None,
+    };
+    let (precondition_rv, precondition_rv_text) = match raw.precondition_rv {
+        None => (None, None),
+        // Only the canonical decimal form can equal a resourceVersion this server wrote.
+        Some(rv) => match rv.parse::<i64>() {
+            Ok(n) if n.to_string() == rv => (Some(n), None),
+            _ => (None, Some(rv)),
+        },
+    };
+    Ok(DeleteOptions {
+        grace_period_seconds: raw.grace_period_seconds,
+        propagation_policy,
+        precondition_uid: raw.precondition_uid,
+        precondition_rv,
+        precondition_rv_text,
+        dry_run: !dry_run.is_empty(),
+    })
 }
 
 /// The outcome of deleting one object.
@@ -535,23 +818,23 @@ pub async fn delete_one(
         if let Some(uid) = &options.precondition_uid
             && uid != existing.uid()
         {
-            return Err(ApiError::conflict(
-                &gr,
+            return Err(precondition_failed(
+                store,
+                namespace,
                 name,
-                &format!(
-                    "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    existing.uid()
-                ),
+                &format!("UID in precondition: {uid}, UID in object meta: {}", existing.uid()),
             ));
         }
-        if let Some(rv) = options.precondition_rv
-            && rv != existing.resource_version()
+        let rv_precondition = options.precondition_rv.map(|rv| rv.to_string()).or(options.precondition_rv_text.clone());
+        if let Some(rv) = &rv_precondition
+            && *rv != existing.resource_version().to_string()
         {
-            return Err(ApiError::conflict(
-                &gr,
+            return Err(precondition_failed(
+                store,
+                namespace,
                 name,
                 &format!(
-                    "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    "ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
                     existing.resource_version()
                 ),
             ));

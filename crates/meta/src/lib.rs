@@ -2,11 +2,13 @@
 //! `k8s.io/apimachinery` that listwatch needs, written for JSON objects.
 
 pub mod continue_token;
+pub mod go_json;
 pub mod object;
 pub mod registry;
 pub mod selector;
 pub mod status;
 pub mod validation;
+pub mod write_validation;
 
 pub use object::Object;
 pub use registry::{Registry, Resource};

@@ -209,10 +209,15 @@ impl ApiError {
     /// (`Pod`), or `ListOptions` with group `meta.k8s.io` for invalid list options.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<StatusCause>) -> ApiError {
         let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
-        let summary = causes
-            .iter()
-            .map(|c| if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) })
-            .collect::<Vec<_>>();
+        // kube's `ErrorList.ToAggregate()`: `field: message` each (`: message` for the empty
+        // path), duplicates once.
+        let mut summary: Vec<String> = Vec::new();
+        for cause in &causes {
+            let text = format!("{}: {}", cause.field, cause.message);
+            if !summary.contains(&text) {
+                summary.push(text);
+            }
+        }
         let summary = match summary.len() {
             0 => String::new(),
             1 => format!(": {}", summary[0]),

@@ -43,6 +43,8 @@ use std::fmt;
 
 use rand::Rng;
 
+use crate::status::{ApiError, StatusCause};
+
 /// Longest DNS-1123 label (RFC 1123 host name label).
 pub const DNS1123_LABEL_MAX_LENGTH: usize = 63;
 /// Longest DNS-1123 subdomain.
@@ -345,12 +347,40 @@ pub struct FieldError {
 impl FieldError {
     /// `field.Invalid` for a string value: `Invalid value: "<value>": <detail>`.
     pub fn invalid(field: impl Into<String>, value: &str, detail: &str) -> FieldError {
-        let mut message = format!("{}: {}", FieldErrorType::Invalid.label(), go_quote(value));
+        FieldError::with_value(field, FieldErrorType::Invalid, &go_quote(value), detail)
+    }
+
+    /// `field.Invalid` for a value kube prints without quotes (an integer, or a
+    /// Go `%#v` rendering such as `[]string{"x"}`): `Invalid value: <value>: <detail>`.
+    pub fn invalid_raw(field: impl Into<String>, value: &str, detail: &str) -> FieldError {
+        FieldError::with_value(field, FieldErrorType::Invalid, value, detail)
+    }
+
+    /// `field.NotSupported`: `Unsupported value: <value>: supported values: "a", "b"`,
+    /// `value` already rendered as kube prints it (see [`FieldError::invalid_raw`]).
+    pub fn not_supported(field: impl Into<String>, value: &str, supported: &[&str]) -> FieldError {
+        let detail = if supported.is_empty() {
+            String::new()
+        } else {
+            let quoted: Vec<String> = supported.iter().map(|v| go_quote(v)).collect();
+            format!("supported values: {}", quoted.join(", "))
+        };
+        FieldError::with_value(field, FieldErrorType::NotSupported, value, &detail)
+    }
+
+    /// `field.TooLong`: `Too long: may not be more than <max> bytes` (the value is never shown).
+    pub fn too_long(field: impl Into<String>, max_bytes: usize) -> FieldError {
+        let unit = if max_bytes == 1 { "byte" } else { "bytes" };
+        FieldError::without_value(field, FieldErrorType::TooLong, &format!("may not be more than {max_bytes} {unit}"))
+    }
+
+    fn with_value(field: impl Into<String>, error_type: FieldErrorType, value: &str, detail: &str) -> FieldError {
+        let mut message = format!("{}: {value}", error_type.label());
         if !detail.is_empty() {
             message.push_str(": ");
             message.push_str(detail);
         }
-        FieldError { field: field.into(), error_type: FieldErrorType::Invalid, message }
+        FieldError { field: field.into(), error_type, message }
     }
 
     /// `field.Required`: `Required value` or `Required value: <detail>`.
@@ -394,6 +424,20 @@ impl FieldError {
             _ => format!("[{}]", seen.join(", ")),
         }
     }
+}
+
+/// kube's `errors.NewInvalid(kind, name, errors)`: the 422 `Invalid` Status with one cause per
+/// error (duplicates kept, as kube keeps them) and the message
+/// `<Kind>[.group] "<name>" is invalid: <aggregate>`.
+pub fn invalid_error(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> ApiError {
+    let causes = errors
+        .iter()
+        .map(|e| {
+            let (field, reason, message) = e.as_cause();
+            StatusCause::new(reason, message, field)
+        })
+        .collect();
+    ApiError::invalid(group, kind, name, causes)
 }
 
 impl fmt::Display for FieldError {
@@ -496,7 +540,7 @@ pub(crate) fn push_go_escaped(out: &mut String, c: char, quote: char) {
 }
 
 /// An approximation of Go's `strconv.IsPrint` (see [`go_quote`]).
-fn is_go_printable(c: char) -> bool {
+pub(crate) fn is_go_printable(c: char) -> bool {
     if c == ' ' {
         return true;
     }
