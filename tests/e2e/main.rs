@@ -10,4 +10,5 @@ mod kubectl;
 mod listing;
 mod semantics;
 mod transports;
+mod validation;
 mod watching;

@@ -51,11 +51,33 @@ pub async fn get(store: &ResourceStore, req: &ResourceRequest) -> Result<HttpRes
     Ok(respond(&object))
 }
 
+/// `spec.replicas` of a Scale a client sent: absent is 0 (Go's zero value), anything but an
+/// `int32` does not decode. kube answers that with a 400 for a PUT and with its 422 on `patch`
+/// for a patch (`shown` renders the patch as kube shows it); the texts are Go's.
+fn scale_replicas(scale: &Value, shown: Option<&dyn Fn() -> String>) -> Result<i32, ApiError> {
+    let value = scale.pointer("/spec/replicas").unwrap_or(&Value::Null);
+    let found = match value {
+        Value::Null => return Ok(0),
+        Value::Number(n) => match n.as_i64().and_then(|n| i32::try_from(n).ok()) {
+            Some(replicas) => return Ok(replicas),
+            None => format!("number {n}"),
+        },
+        other => listwatch_meta::go_json::json_kind(other).to_owned(),
+    };
+    let detail = listwatch_meta::go_json::type_error(&found, "ScaleSpec", "spec.replicas", "int32");
+    Err(match shown {
+        Some(shown) => crate::schema::patch_invalid(&shown(), &detail),
+        None => ApiError::bad_request(format!("Scale in version \"v1\" cannot be handled as a Scale: {detail}")),
+    })
+}
+
 /// Sets `.spec.replicas` from a Scale, honouring its resourceVersion as a precondition.
+/// `patch`: the patch type and patch that made the Scale, for a PATCH.
 async fn set_replicas(
     store: &ResourceStore,
     req: &ResourceRequest,
     dry_run: bool,
+    patch: Option<(PatchKind, &Value)>,
     mut scale_after: impl FnMut(&Object) -> Result<Value, ApiError>,
 ) -> Result<HttpResponse, ApiError> {
     let name = req.name.as_deref().unwrap_or("");
@@ -67,10 +89,12 @@ async fn set_replicas(
         {
             return Err(ApiError::modified_conflict(&gr, name));
         }
-        let replicas = scale
-            .pointer("/spec/replicas")
-            .and_then(Value::as_i64)
-            .ok_or_else(|| ApiError::bad_request("the Scale has no spec.replicas"))?;
+        let shown = |scale: &Value| match patch {
+            Some((PatchKind::Strategic, patch)) => listwatch_patch::go_value(patch),
+            _ => scale.to_string(),
+        };
+        let shown_scale = || shown(&scale);
+        let replicas = scale_replicas(&scale, patch.map(|_| &shown_scale as &dyn Fn() -> String))?;
         if replicas < 0 {
             return Err(ApiError::invalid(
                 "autoscaling",
@@ -112,7 +136,7 @@ pub async fn update(
     }
     let scale: Value =
         serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("error decoding Scale: {e}")))?;
-    set_replicas(store, req, dry_run, |_| Ok(scale.clone())).await
+    set_replicas(store, req, dry_run, None, |_| Ok(scale.clone())).await
 }
 
 pub async fn patch(
@@ -123,7 +147,7 @@ pub async fn patch(
     patch: &Value,
     dry_run: bool,
 ) -> Result<HttpResponse, ApiError> {
-    set_replicas(store, req, dry_run, |existing| {
+    set_replicas(store, req, dry_run, Some((kind, patch)), |existing| {
         // Scale has no merge keys: strategic merge behaves as a merge patch here.
         let kind = if kind == PatchKind::Strategic { PatchKind::Merge } else { kind };
         kind.apply(store.resource, &scale_of(existing), patch)

@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::fmt;
 
 use listwatch_encoding::has_schema;
-use listwatch_meta::status::StatusCause;
+use listwatch_meta::validation::FieldError;
 use listwatch_meta::{ApiError, Resource};
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -42,10 +42,16 @@ impl FieldValidation {
 }
 
 /// How a write's body is checked: a create or update (400 on strict errors) or a patch (422
-/// on the `patch` field).
+/// on the `patch` field, showing what `shown` renders: see `PatchKind::shown`).
 pub enum Source<'a> {
     Body(&'a [u8]),
-    Patch { patch: &'a [u8], name: &'a str },
+    Patch { shown: &'a dyn Fn() -> String },
+}
+
+/// kube's 422 for a patch whose result does not decode: `NewInvalid(GroupKind{}, "", ...)` on
+/// the field `patch`, hence the message ` "" is invalid: patch: Invalid value: ...`.
+pub fn patch_invalid(shown: &str, detail: &str) -> ApiError {
+    listwatch_meta::validation::invalid_error("", "", "", &[FieldError::invalid("patch", shown, detail)])
 }
 
 /// Checks and normalizes `object` for `resource`; returns the warnings to send.
@@ -73,30 +79,40 @@ pub fn decode(
                 let message = listwatch_proto::strict_decoding_message(resource.kind, resource.version, &problems);
                 return Err(match source {
                     Source::Body(_) => ApiError::bad_request(message),
-                    Source::Patch { patch, name } => ApiError::invalid(
-                        resource.group,
-                        resource.kind,
-                        name,
-                        vec![StatusCause::new(
-                            "FieldValueInvalid",
-                            format!(
-                                "Invalid value: {:?}: strict decoding error: {}",
-                                String::from_utf8_lossy(patch),
-                                problems.join(", ")
-                            ),
-                            "patch",
-                        )],
-                    ),
+                    Source::Patch { shown } => {
+                        patch_invalid(&shown(), &format!("strict decoding error: {}", problems.join(", ")))
+                    }
                 });
             }
             FieldValidation::Warn => warnings = problems,
             FieldValidation::Ignore => {}
         }
     }
-    let value = if schema { normalize(resource, &value)? } else { value };
+    let value = if !schema {
+        value
+    } else {
+        match (normalize(resource, &value), &source) {
+            (Ok(value), _) => value,
+            // The patched object does not fit the kind's types: kube's 422 on `patch`.
+            (Err(_), Source::Patch { shown }) => {
+                return Err(patch_invalid(&shown(), &undecodable_detail(resource, &value)));
+            }
+            (Err(e), Source::Body(_)) => return Err(e),
+        }
+    };
     match value {
         Value::Object(map) => Ok((map, warnings)),
         _ => Err(ApiError::bad_request("the object is not a JSON object")),
+    }
+}
+
+/// Why `value` does not fit the kind's types, as the encoder says it (`spec.replicas: expected
+/// an integer`); kube's text would be Go's (`json: cannot unmarshal string into Go struct
+/// field DeploymentSpec.spec.replicas of type int32`).
+fn undecodable_detail(resource: &Resource, value: &Value) -> String {
+    match listwatch_proto::encode_object(resource.group, resource.version, resource.kind, value) {
+        Err(e) => e.to_string(),
+        Ok(_) => "the object does not decode".to_owned(),
     }
 }
 

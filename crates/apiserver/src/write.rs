@@ -443,22 +443,21 @@ pub async fn patch(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     let (dry_run, validation) = write_options(w.query, OptionsKind::Patch)?;
     let WriteRequest { state, store, req, query: _, headers, body, media } = w;
     let kind = PatchKind::from_content_type(&body_in::content_type(headers))?;
-    let patch: Value =
-        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let patch = kind.decode(&body, validation)?;
     if req.subresource.as_deref() == Some("scale") {
         return crate::scale::patch(state, store, req, kind, &patch, dry_run).await;
     }
     let resource = store.resource;
-    let name = req.name.as_deref().unwrap_or("");
     let mut warnings = Vec::new();
     let updated = update_to(store, req, dry_run, false, |existing| {
         let current = existing.value();
         let patched = kind.apply(resource, &current, &patch)?;
         let Value::Object(map) = patched else {
-            return Err(ApiError::bad_request("the patch did not produce an object"));
+            return Err(kind.undecodable(&patched, &patch, &format!("json: cannot unmarshal {} into Go value of type {}", go_json::json_kind(&patched), resource.kind)));
         };
         body_in::check_type(&map, resource)?;
-        let (map, found) = schema::decode(resource, map, schema::Source::Patch { patch: &body, name }, validation)?;
+        let shown = || kind.shown(&map, &patch);
+        let (map, found) = schema::decode(resource, map.clone(), schema::Source::Patch { shown: &shown }, validation)?;
         warnings = found;
         Ok(map)
     })
@@ -484,18 +483,48 @@ impl PatchKind {
         }
     }
 
+    /// The patch document, decoded as kube's patch handler decodes it: 400 with Go's texts for
+    /// one that does not decode (prefixed `error decoding patch: ` where kube's handler decodes
+    /// it itself, under `fieldValidation` `Warn` and `Strict`), 413 for a JSON patch of more
+    /// than 10,000 operations.
+    pub fn decode(self, body: &[u8], validation: FieldValidation) -> Result<Value, ApiError> {
+        let handler = validation != FieldValidation::Ignore;
+        let prefix = match self {
+            PatchKind::Json | PatchKind::Merge if handler => "error decoding patch: ",
+            _ => "",
+        };
+        if let Some(syntax) = go_json::syntax_error(body) {
+            return Err(ApiError::bad_request(format!("{prefix}{syntax}")));
+        }
+        let patch: Value =
+            serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("{prefix}{e}")))?;
+        match self {
+            PatchKind::Json => {
+                let decoding = if handler {
+                    listwatch_patch::JsonPatchDecoding::Handler
+                } else {
+                    listwatch_patch::JsonPatchDecoding::Library
+                };
+                listwatch_patch::decode_json_patch(&patch, decoding).map_err(patch_error)?;
+            }
+            PatchKind::Merge | PatchKind::Strategic if !patch.is_object() && !patch.is_null() => {
+                return Err(ApiError::bad_request(format!(
+                    "{prefix}{}",
+                    go_json::type_error(go_json::json_kind(&patch), "", "", "map[string]interface {}")
+                )));
+            }
+            // kube's merge patch library refuses a `null` patch (`errBadJSONPatch`).
+            PatchKind::Merge if patch.is_null() => return Err(ApiError::bad_request("Invalid JSON Patch")),
+            PatchKind::Merge | PatchKind::Strategic => {}
+        }
+        Ok(patch)
+    }
+
     /// Applies the patch to `current`: 400 for a malformed patch, 422 for one that cannot
     /// apply.
     pub fn apply(self, resource: &listwatch_meta::Resource, current: &Value, patch: &Value) -> Result<Value, ApiError> {
         match self {
-            PatchKind::Merge => {
-                if !patch.is_object() {
-                    return Err(ApiError::bad_request(
-                        "json: cannot unmarshal into Go value of type map[string]interface {}",
-                    ));
-                }
-                Ok(listwatch_patch::json_merge_patch(current, patch))
-            }
+            PatchKind::Merge => Ok(listwatch_patch::json_merge_patch(current, patch)),
             PatchKind::Json => listwatch_patch::json_patch(current, patch).map_err(patch_error),
             PatchKind::Strategic => {
                 let schema = listwatch_patch::builtin_schema(resource.kind);
@@ -507,12 +536,34 @@ impl PatchKind {
             }
         }
     }
+
+    /// How kube shows the patch in the 422 of a patched object that does not decode: the
+    /// patched object's JSON for JSON and merge patches, the patch itself under Go's `%v` for
+    /// strategic merge patches (kube decodes those from a map, not from JSON).
+    pub fn shown(self, patched: &Map<String, Value>, patch: &Value) -> String {
+        match self {
+            PatchKind::Json | PatchKind::Merge => serde_json::to_string(patched).unwrap_or_default(),
+            PatchKind::Strategic => listwatch_patch::go_value(patch),
+        }
+    }
+
+    /// The 422 of a patched value that is not an object of the kind.
+    fn undecodable(self, patched: &Value, patch: &Value, detail: &str) -> ApiError {
+        let shown = match self {
+            PatchKind::Json | PatchKind::Merge => patched.to_string(),
+            PatchKind::Strategic => listwatch_patch::go_value(patch),
+        };
+        schema::patch_invalid(&shown, detail)
+    }
 }
 
-/// A patch that is malformed answers 400, one that cannot apply 422 (kube's patch handler).
+/// A patch error as kube-apiserver's patch handler answers it: 400 for a malformed patch, 413
+/// for too many operations, 422 (kube's generic Status, without the cause) for one that cannot
+/// apply.
 fn patch_error(e: listwatch_patch::PatchError) -> ApiError {
     match e.http_status() {
-        422 => ApiError::unprocessable_entity(e.to_string()),
+        413 => ApiError::request_entity_too_large(e.to_string()),
+        422 => ApiError::unprocessable_entity(),
         _ => ApiError::bad_request(e.to_string()),
     }
 }

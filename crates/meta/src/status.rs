@@ -228,9 +228,15 @@ impl ApiError {
         ApiError::new(422, "Invalid", format!("{qualified} \"{name}\" is invalid{summary}"), Some(details))
     }
 
-    /// 422 with a message and no field causes (a patch that cannot apply).
-    pub fn unprocessable_entity(message: impl Into<String>) -> ApiError {
-        ApiError::new(422, "Invalid", message, None)
+    /// kube's `NewGenericServerResponse(422, ...)`, what a patch that cannot apply answers: the
+    /// reason `Invalid`, a fixed message, empty details; the cause itself is not shown.
+    pub fn unprocessable_entity() -> ApiError {
+        ApiError::new(
+            422,
+            "Invalid",
+            "the server rejected our request due to an error in our request",
+            Some(StatusDetails::default()),
+        )
     }
 
     /// 400 with a message.

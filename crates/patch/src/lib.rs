@@ -53,21 +53,29 @@ pub enum PatchError {
     /// merge in map: map[$patch:merge]`.
     #[error("{0}")]
     Merge(String),
-    /// A JSON patch document that does not decode (400).
+    /// A JSON patch document that does not decode as kube decodes it (400), e.g. `error
+    /// decoding patch: json: cannot unmarshal object into Go value of type
+    /// []handlers.jsonPatchOp`.
     #[error("{0}")]
     InvalidJsonPatch(String),
-    /// A JSON patch operation that failed (422 `Invalid`).
+    /// A JSON patch of more operations than kube-apiserver applies (413).
+    #[error("The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {0}")]
+    TooManyOperations(usize),
+    /// A JSON patch operation that failed or is not one (an unknown `op`, a missing `path`, a
+    /// failed `test`): 422 `Invalid`.
     #[error("{0}")]
     JsonPatchFailed(String),
 }
+
+/// The most operations kube-apiserver applies from one JSON patch (`maxJSONPatchOperations`).
+pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
 impl PatchError {
     /// The HTTP status kube-apiserver answers this error with.
     ///
     /// For 422 kube builds the Status with `NewGenericServerResponse`:
     /// reason `Invalid`, message `the server rejected our request due to an
-    /// error in our request`, and this error's text as the message of a
-    /// `details.causes` entry of type `UnexpectedServerResponse`.
+    /// error in our request`, empty details: this error's text is not sent.
     pub fn http_status(&self) -> u16 {
         match self {
             PatchError::InvalidBody(_)
@@ -75,6 +83,7 @@ impl PatchError {
             | PatchError::BadRetainKeysFormat
             | PatchError::BadSetElementOrderFormat
             | PatchError::InvalidJsonPatch(_) => 400,
+            PatchError::TooManyOperations(_) => 413,
             PatchError::ListOfLists | PatchError::JsonPatchFailed(_) => 422,
             PatchError::Merge(_) => 500,
         }
@@ -85,6 +94,7 @@ impl PatchError {
     pub fn status_reason(&self) -> &'static str {
         match self.http_status() {
             400 => "BadRequest",
+            413 => "RequestEntityTooLarge",
             422 => "Invalid",
             _ => "",
         }
@@ -160,20 +170,87 @@ fn merge_into(target: &mut Value, patch: &Value) {
     }
 }
 
-/// Applies an RFC 6902 JSON patch (a list of operations). The document is
-/// left unchanged if any operation fails.
+/// How kube-apiserver decodes a JSON patch before applying it; the Go types it decodes into
+/// are named in its 400s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonPatchDecoding {
+    /// `fieldValidation` `Warn` (the default) or `Strict`: the patch handler's own
+    /// `[]handlers.jsonPatchOp`, errors prefixed `error decoding patch: `.
+    Handler,
+    /// `fieldValidation=Ignore`: only the JSON patch library's `jsonpatch.Patch`.
+    Library,
+}
+
+/// Checks a JSON patch document as kube-apiserver decodes it (an array of objects whose
+/// `op`, `path` and `from` are strings) and returns how many operations it has: 400 for a
+/// document that does not decode, 413 past [`MAX_JSON_PATCH_OPERATIONS`]. `null` is an empty
+/// patch. Whether each operation makes sense is only found when it is applied
+/// ([`json_patch()`]), as in kube.
+pub fn decode_json_patch(patch: &Value, decoding: JsonPatchDecoding) -> Result<usize, PatchError> {
+    let (prefix, list_type, item_type) = match decoding {
+        JsonPatchDecoding::Handler => ("error decoding patch: ", "[]handlers.jsonPatchOp", "handlers.jsonPatchOp"),
+        JsonPatchDecoding::Library => ("", "jsonpatch.Patch", "jsonpatch.Operation"),
+    };
+    let cannot = |what: &Value, into: &str| {
+        PatchError::InvalidJsonPatch(format!(
+            "{prefix}json: cannot unmarshal {} into Go value of type {into}",
+            go_json_kind(what)
+        ))
+    };
+    let operations = match patch {
+        Value::Null => return Ok(0),
+        Value::Array(operations) => operations,
+        other => return Err(cannot(other, list_type)),
+    };
+    for operation in operations {
+        match operation {
+            Value::Null => {}
+            Value::Object(fields) if decoding == JsonPatchDecoding::Handler => {
+                for name in ["op", "path", "from"] {
+                    match fields.get(name) {
+                        None | Some(Value::Null | Value::String(_)) => {}
+                        Some(other) => {
+                            return Err(PatchError::InvalidJsonPatch(format!(
+                                "{prefix}json: cannot unmarshal {} into Go struct field jsonPatchOp.{name} of type string",
+                                go_json_kind(other)
+                            )));
+                        }
+                    }
+                }
+            }
+            Value::Object(_) => {}
+            other => return Err(cannot(other, item_type)),
+        }
+    }
+    if operations.len() > MAX_JSON_PATCH_OPERATIONS {
+        return Err(PatchError::TooManyOperations(operations.len()));
+    }
+    Ok(operations.len())
+}
+
+/// Applies an RFC 6902 JSON patch (a list of operations, checked with [`decode_json_patch`]).
+/// The document is left unchanged if any operation fails.
 ///
-/// The error texts are the `json-patch` crate's (e.g. `operation '/0'
-/// failed at path '/spec/x': path is invalid`), not those of the Go library
-/// kube uses; the HTTP statuses (400 for an undecodable patch, 422 for a
-/// failed operation) are kube's. A `remove` or `replace` of an object key
-/// moves the keys after it, as the crate does.
+/// Every failure is a [`PatchError::JsonPatchFailed`] (422), as kube answers every error of
+/// its JSON patch library's `Apply`, among them an unknown `op` and a missing `path` or
+/// `value`. The error texts are the `json-patch` crate's; kube does not send its library's
+/// texts to the client. A `remove` or `replace` of an object key moves the keys after it,
+/// as the crate does.
 pub fn json_patch(original: &Value, patch: &Value) -> Result<Value, PatchError> {
+    if patch.is_null() {
+        return Ok(original.clone());
+    }
     let operations: json_patch::Patch =
-        serde_json::from_value(patch.clone()).map_err(|e| PatchError::InvalidJsonPatch(e.to_string()))?;
+        serde_json::from_value(patch.clone()).map_err(|e| PatchError::JsonPatchFailed(e.to_string()))?;
     let mut result = original.clone();
     json_patch::patch(&mut result, &operations).map_err(|e| PatchError::JsonPatchFailed(e.to_string()))?;
     Ok(result)
+}
+
+/// A decoded JSON value as Go's `%v` prints it (`map[spec:map[replicas:abc]]`), which kube
+/// uses to show a strategic merge patch in its errors.
+pub fn go_value(value: &Value) -> String {
+    gofmt::go_v(value)
 }
 
 #[cfg(test)]
@@ -232,10 +309,41 @@ mod tests {
         assert_eq!(failed.status_reason(), "Invalid");
         let failed = json_patch(&original, &json!([{"op": "test", "path": "/spec/replicas", "value": 2}])).unwrap_err();
         assert_eq!(failed.http_status(), 422);
-        let invalid = json_patch(&original, &json!({"op": "add"})).unwrap_err();
-        assert_eq!(invalid.http_status(), 400);
-        let invalid = json_patch(&original, &json!([{"op": "frobnicate", "path": "/a"}])).unwrap_err();
-        assert_eq!(invalid.status_reason(), "BadRequest");
+        // An unknown op or a missing path only fails when applied: 422, as in kube.
+        let unknown = json_patch(&original, &json!([{"op": "frobnicate", "path": "/a"}])).unwrap_err();
+        assert_eq!(unknown.http_status(), 422);
+        let no_path = json_patch(&original, &json!([{"op": "add", "value": 1}])).unwrap_err();
+        assert_eq!(no_path.status_reason(), "Invalid");
+        assert_eq!(json_patch(&original, &Value::Null).unwrap(), original);
+    }
+
+    #[test]
+    fn json_patch_documents_decode_as_kube() {
+        use JsonPatchDecoding::{Handler, Library};
+        assert_eq!(decode_json_patch(&json!([{"op": "add", "path": "/a", "value": 1}, null]), Handler), Ok(2));
+        assert_eq!(decode_json_patch(&Value::Null, Handler), Ok(0));
+        let error = |patch: Value, decoding| decode_json_patch(&patch, decoding).unwrap_err().to_string();
+        assert_eq!(
+            error(json!({"op": "add"}), Handler),
+            "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp"
+        );
+        assert_eq!(error(json!({"op": "add"}), Library), "json: cannot unmarshal object into Go value of type jsonpatch.Patch");
+        assert_eq!(
+            error(json!([1]), Handler),
+            "error decoding patch: json: cannot unmarshal number into Go value of type handlers.jsonPatchOp"
+        );
+        assert_eq!(error(json!(["x"]), Library), "json: cannot unmarshal string into Go value of type jsonpatch.Operation");
+        assert_eq!(
+            error(json!([{"op": 1, "path": "/a"}]), Handler),
+            "error decoding patch: json: cannot unmarshal number into Go struct field jsonPatchOp.op of type string"
+        );
+        assert_eq!(decode_json_patch(&json!([{"op": 1}]), Library), Ok(1));
+        let many = Value::Array(vec![json!({"op": "test", "path": "/a", "value": 1}); MAX_JSON_PATCH_OPERATIONS + 1]);
+        let too_many = decode_json_patch(&many, Handler).unwrap_err();
+        assert_eq!(too_many.http_status(), 413);
+        assert_eq!(too_many.to_string(), "The allowed maximum operations in a JSON patch is 10000, got 10001");
+        let at_limit = Value::Array(vec![json!({"op": "test", "path": "/a", "value": 1}); MAX_JSON_PATCH_OPERATIONS]);
+        assert_eq!(decode_json_patch(&at_limit, Handler), Ok(MAX_JSON_PATCH_OPERATIONS));
     }
 
     #[test]
