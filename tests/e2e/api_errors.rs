@@ -126,9 +126,12 @@ async fn body_limits(backend: Backend) {
     let huge = json!({"metadata": {"name": "huge"}, "data": {"k": "x".repeat(3 * 1024 * 1024 + 10)}});
     assert_status(&server.post_json(CMS, &huge).await, 413, "RequestEntityTooLarge");
     // Under 3 MiB but over what storage takes (etcd's 1.5 MiB): also 413, and nothing written.
-    let big = json!({"metadata": {"name": "big"}, "data": {"k": "x".repeat(2 * 1024 * 1024)}});
-    assert_status(&server.post_json(CMS, &big).await, 413, "RequestEntityTooLarge");
-    assert_eq!(server.get(&format!("{CMS}/big")).await.0, 404);
+    // (A pod: a ConfigMap that big is refused sooner, by validation's 1 MiB data limit.)
+    let pods = "/api/v1/namespaces/default/pods";
+    let args = vec![json!("x".repeat(2 * 1024 * 1024))];
+    let big = json!({"metadata": {"name": "big"}, "spec": {"containers": [{"name": "c", "image": "i", "args": args}]}});
+    assert_status(&server.post_json(pods, &big).await, 413, "RequestEntityTooLarge");
+    assert_eq!(server.get(&format!("{pods}/big")).await.0, 404);
 }
 
 async fn invalid_names_are_422_with_causes(backend: Backend) {

@@ -95,7 +95,9 @@ async fn metadata_is_validated_on_every_write(backend: Backend) {
         &too_long,
         422,
         "Invalid",
-        &format!("ConfigMap \"c1\" is invalid: metadata.labels: Invalid value: \"{long}\": must be no more than 63 characters"),
+        &format!(
+            "ConfigMap \"c1\" is invalid: metadata.labels: Invalid value: \"{long}\": must be no more than 63 characters"
+        ),
     );
     let nul = server.post_json(CMS, &json!({"metadata": {"name": "c1", "labels": {"a": "x\u{0}"}}})).await;
     assert_status(
@@ -104,8 +106,9 @@ async fn metadata_is_validated_on_every_write(backend: Backend) {
         "Invalid",
         &format!("ConfigMap \"c1\" is invalid: metadata.labels: Invalid value: \"x\\x00\": {LABEL_VALUE_MSG}"),
     );
-    let several =
-        server.post_json(CMS, &json!({"metadata": {"name": "Bad", "labels": {"k": "-v"}, "finalizers": ["a b"]}})).await;
+    let several = server
+        .post_json(CMS, &json!({"metadata": {"name": "Bad", "labels": {"k": "-v"}, "finalizers": ["a b"]}}))
+        .await;
     assert_eq!(several.0, 422, "{}", several.1);
     assert_eq!(
         causes(&several.1).iter().map(|c| c.0.as_str()).collect::<Vec<_>>(),
@@ -113,7 +116,8 @@ async fn metadata_is_validated_on_every_write(backend: Backend) {
     );
     // Annotation keys are qualified names in any case; values may hold anything, NUL included,
     // up to 256 KiB for keys and values together.
-    let bad_annotation = server.post_json(CMS, &json!({"metadata": {"name": "c1", "annotations": {"a/b/c": "x"}}})).await;
+    let bad_annotation =
+        server.post_json(CMS, &json!({"metadata": {"name": "c1", "annotations": {"a/b/c": "x"}}})).await;
     assert_eq!(bad_annotation.0, 422, "{}", bad_annotation.1);
     assert_eq!(causes(&bad_annotation.1)[0].0, "metadata.annotations");
     assert!(causes(&bad_annotation.1)[0].2.starts_with("Invalid value: \"a/b/c\": a qualified name must consist of"));
@@ -129,7 +133,8 @@ async fn metadata_is_validated_on_every_write(backend: Backend) {
         causes(&over.1),
         vec![cause("metadata.annotations", "FieldValueTooLong", "Too long: may not be more than 262144 bytes")]
     );
-    let ok = json!({"metadata": {"name": "c1", "labels": {"app": "web"}, "annotations": {"Example.COM/Note": "a\u{0}b"}}});
+    let ok =
+        json!({"metadata": {"name": "c1", "labels": {"app": "web"}, "annotations": {"Example.COM/Note": "a\u{0}b"}}});
     let created = server.post_json(CMS, &ok).await;
     assert_eq!(created.0, 201, "{}", created.1);
     assert_eq!(created.1["metadata"]["annotations"]["Example.COM/Note"], "a\u{0}b");
@@ -150,7 +155,8 @@ async fn metadata_is_validated_on_every_write(backend: Backend) {
         patch(&server, &path, JSON_PATCH, &json!([{"op": "replace", "path": "/metadata/labels/app", "value": "-v"}]))
             .await;
     assert_status(&json_patched, 422, "Invalid", &bad_label);
-    let annotated = patch(&server, &path, MERGE, &json!({"metadata": {"annotations": {"k": "v".repeat(256 * 1024)}}})).await;
+    let annotated =
+        patch(&server, &path, MERGE, &json!({"metadata": {"annotations": {"k": "v".repeat(256 * 1024)}}})).await;
     assert_status(
         &annotated,
         422,
@@ -162,7 +168,8 @@ async fn metadata_is_validated_on_every_write(backend: Backend) {
     // Other kinds too, on their own name: a Deployment's update.
     let deployment = server.post_json(DEPLOYMENTS, &json!({"metadata": {"name": "d1"}, "spec": {"replicas": 1}})).await;
     assert_eq!(deployment.0, 201, "{}", deployment.1);
-    let patched = patch(&server, &format!("{DEPLOYMENTS}/d1"), MERGE, &json!({"metadata": {"labels": {"a b": "c"}}})).await;
+    let patched =
+        patch(&server, &format!("{DEPLOYMENTS}/d1"), MERGE, &json!({"metadata": {"labels": {"a b": "c"}}})).await;
     assert_status(
         &patched,
         422,
@@ -175,7 +182,8 @@ async fn metadata_is_validated_on_every_write(backend: Backend) {
 async fn config_map_and_secret_data_are_validated(backend: Backend) {
     let server = Server::start("validation-data", backend, &[]).await;
     let server = &server;
-    let create = |data: Value| async move { server.post_json(CMS, &json!({"metadata": {"name": "cm"}, "data": data})).await };
+    let create =
+        |data: Value| async move { server.post_json(CMS, &json!({"metadata": {"name": "cm"}, "data": data})).await };
     let bad_key = create(json!({"a b": "1"})).await;
     assert_status(
         &bad_key,
@@ -207,7 +215,12 @@ async fn config_map_and_secret_data_are_validated(backend: Backend) {
     );
     // Over 1 MiB of data: 422 on the empty path (kube prints it `[]`), not a 413.
     let big = create(json!({"a": "x".repeat(1024 * 1024), "b": "y"})).await;
-    assert_status(&big, 422, "Invalid", "ConfigMap \"cm\" is invalid: []: Too long: may not be more than 1048576 bytes");
+    assert_status(
+        &big,
+        422,
+        "Invalid",
+        "ConfigMap \"cm\" is invalid: []: Too long: may not be more than 1048576 bytes",
+    );
     assert_eq!(causes(&big.1), vec![cause("[]", "FieldValueTooLong", "Too long: may not be more than 1048576 bytes")]);
     assert_eq!(server.get(&format!("{CMS}/cm")).await.0, 404);
     // Exactly 1 MiB is fine; one byte more through a patch is not, and changes nothing.
@@ -215,7 +228,12 @@ async fn config_map_and_secret_data_are_validated(backend: Backend) {
     assert_eq!(at_limit.0, 201);
     let rv = resource_version(&server, &format!("{CMS}/cm")).await;
     let grown = patch(&server, &format!("{CMS}/cm"), MERGE, &json!({"data": {"b": "y"}})).await;
-    assert_status(&grown, 422, "Invalid", "ConfigMap \"cm\" is invalid: []: Too long: may not be more than 1048576 bytes");
+    assert_status(
+        &grown,
+        422,
+        "Invalid",
+        "ConfigMap \"cm\" is invalid: []: Too long: may not be more than 1048576 bytes",
+    );
     let renamed = patch(&server, &format!("{CMS}/cm"), STRATEGIC, &json!({"data": {"a": null, "a/b": "y"}})).await;
     assert_status(
         &renamed,
@@ -237,14 +255,20 @@ async fn config_map_and_secret_data_are_validated(backend: Backend) {
     // 1 MiB + 1 zero bytes, base64: three zero bytes are `AAAA`, the last two `AAA=`.
     let encoded = format!("{}AAA=", "AAAA".repeat((1024 * 1024 - 1) / 3));
     let big_secret = server.post_json(secrets, &json!({"metadata": {"name": "s"}, "data": {"k": encoded}})).await;
-    assert_status(&big_secret, 422, "Invalid", "Secret \"s\" is invalid: data: Too long: may not be more than 1048576 bytes");
+    assert_status(
+        &big_secret,
+        422,
+        "Invalid",
+        "Secret \"s\" is invalid: data: Too long: may not be more than 1048576 bytes",
+    );
     assert_eq!(server.get(&format!("{secrets}/s")).await.0, 404);
 }
 
 async fn replicas_may_not_be_negative(backend: Backend) {
     let server = Server::start("validation-replicas", backend, &[]).await;
     let negative = server.post_json(DEPLOYMENTS, &json!({"metadata": {"name": "d"}, "spec": {"replicas": -1}})).await;
-    let message = "Deployment.apps \"d\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0";
+    let message =
+        "Deployment.apps \"d\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0";
     assert_status(&negative, 422, "Invalid", message);
     assert_eq!(
         causes(&negative.1),
@@ -269,9 +293,19 @@ async fn replicas_may_not_be_negative(backend: Backend) {
     let scale_message =
         "Scale.autoscaling \"d\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0";
     let scale = format!("{path}/scale");
-    let scaled = put(&server, &scale, &json!({"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": {"name": "d"}, "spec": {"replicas": -1}})).await;
+    let scaled = put(
+        &server,
+        &scale,
+        &json!({"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": {"name": "d"}, "spec": {"replicas": -1}}),
+    )
+    .await;
     assert_status(&scaled, 422, "Invalid", scale_message);
-    assert_status(&patch(&server, &scale, MERGE, &json!({"spec": {"replicas": -1}})).await, 422, "Invalid", scale_message);
+    assert_status(
+        &patch(&server, &scale, MERGE, &json!({"spec": {"replicas": -1}})).await,
+        422,
+        "Invalid",
+        scale_message,
+    );
     // A Scale whose replicas is no int32: 400 for a PUT, kube's 422 on `patch` for a patch.
     let not_int = put(&server, &scale, &json!({"metadata": {"name": "d"}, "spec": {"replicas": "abc"}})).await;
     assert_status(
@@ -301,7 +335,10 @@ async fn replicas_may_not_be_negative(backend: Backend) {
     let smp = patch(&server, &path, STRATEGIC, &json!({"spec": {"replicas": "abc"}})).await;
     assert_eq!(smp.0, 422, "{}", smp.1);
     assert!(
-        smp.1["message"].as_str().unwrap().starts_with(" \"\" is invalid: patch: Invalid value: \"map[spec:map[replicas:abc]]\": "),
+        smp.1["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(" \"\" is invalid: patch: Invalid value: \"map[spec:map[replicas:abc]]\": "),
         "{}",
         smp.1
     );
@@ -312,16 +349,20 @@ async fn write_options_are_validated(backend: Backend) {
     let server = Server::start("validation-options", backend, &[]).await;
     let body = json!({"metadata": {"name": "o"}}).to_string();
     let manager = "m".repeat(129);
-    let long_manager = server.send("POST", &format!("{CMS}?fieldManager={manager}"), "application/json", body.clone()).await;
+    let long_manager =
+        server.send("POST", &format!("{CMS}?fieldManager={manager}"), "application/json", body.clone()).await;
     assert_status(
         &long_manager,
         422,
         "Invalid",
         "CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes",
     );
-    assert_eq!(long_manager.1["details"], json!({"group": "meta.k8s.io", "kind": "CreateOptions", "causes": [
-        {"reason": "FieldValueTooLong", "message": "Too long: may not be more than 128 bytes", "field": "fieldManager"}
-    ]}));
+    assert_eq!(
+        long_manager.1["details"],
+        json!({"group": "meta.k8s.io", "kind": "CreateOptions", "causes": [
+            {"reason": "FieldValueTooLong", "message": "Too long: may not be more than 128 bytes", "field": "fieldManager"}
+        ]})
+    );
     let dry_run = server.send("POST", &format!("{CMS}?dryRun=foo"), "application/json", body.clone()).await;
     assert_status(
         &dry_run,
@@ -331,7 +372,10 @@ async fn write_options_are_validated(backend: Backend) {
     );
     assert_eq!(causes(&dry_run.1)[0].1, "FieldValueNotSupported");
     assert_eq!(server.get(&format!("{CMS}/o")).await.0, 404);
-    assert_eq!(server.send("POST", &format!("{CMS}?fieldManager={}", "m".repeat(128)), "application/json", body).await.0, 201);
+    assert_eq!(
+        server.send("POST", &format!("{CMS}?fieldManager={}", "m".repeat(128)), "application/json", body).await.0,
+        201
+    );
 
     let path = format!("{CMS}/o");
     let rv = resource_version(&server, &path).await;
@@ -343,15 +387,17 @@ async fn write_options_are_validated(backend: Backend) {
         "Invalid",
         "UpdateOptions.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: \"a\\x00b\": invalid character U+0000 (at position 1)",
     );
-    let field_validation =
-        server.send("PATCH", &format!("{path}?fieldValidation=strict"), MERGE, json!({"data": {"k": "v"}}).to_string()).await;
+    let field_validation = server
+        .send("PATCH", &format!("{path}?fieldValidation=strict"), MERGE, json!({"data": {"k": "v"}}).to_string())
+        .await;
     assert_status(
         &field_validation,
         422,
         "Invalid",
         "PatchOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"strict\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"",
     );
-    let force = server.send("PATCH", &format!("{path}?force=true"), MERGE, json!({"data": {"k": "v"}}).to_string()).await;
+    let force =
+        server.send("PATCH", &format!("{path}?force=true"), MERGE, json!({"data": {"k": "v"}}).to_string()).await;
     assert_status(
         &force,
         422,
@@ -403,17 +449,29 @@ async fn preconditions_and_delete_options(backend: Backend) {
         "Invalid",
         "ConfigMap \"p\" is invalid: metadata.uid: Invalid value: \"other\": field is immutable",
     );
-    assert_eq!(causes(&changed.1), vec![cause("metadata.uid", "FieldValueInvalid", "Invalid value: \"other\": field is immutable"); 2]);
+    assert_eq!(
+        causes(&changed.1),
+        vec![cause("metadata.uid", "FieldValueInvalid", "Invalid value: \"other\": field is immutable"); 2]
+    );
     assert_eq!(resource_version(&server, &path).await, rv);
     assert_eq!(put(&server, &path, &json!({"metadata": {"name": "p", "uid": uid}})).await.0, 200);
 
     // DELETE bodies that are no DeleteOptions: 400 with the decoder's words, nothing deleted.
     let delete = |body: &'static str| server.send("DELETE", &path, "application/json", body);
     let cases = [
-        (r#"{"kind":"Pod","apiVersion":"v1"}"#, "no kind \"Pod\" is registered for version \"v1\" in scheme \"k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme/register.go:28\""),
-        ("[]", "couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }"),
+        (
+            r#"{"kind":"Pod","apiVersion":"v1"}"#,
+            "no kind \"Pod\" is registered for version \"v1\" in scheme \"k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme/register.go:28\"",
+        ),
+        (
+            "[]",
+            "couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }",
+        ),
         ("{", "couldn't get version/kind; json parse error: unexpected end of JSON input"),
-        (r#"{"gracePeriodSeconds":"x"}"#, "json: cannot unmarshal string into Go struct field DeleteOptions.gracePeriodSeconds of type int64"),
+        (
+            r#"{"gracePeriodSeconds":"x"}"#,
+            "json: cannot unmarshal string into Go struct field DeleteOptions.gracePeriodSeconds of type int64",
+        ),
         (r#"{"kind":"Status","apiVersion":"v1"}"#, "converting (v1.Status) to (v1.DeleteOptions): unknown conversion"),
     ];
     for (body, message) in cases {
@@ -435,7 +493,12 @@ async fn preconditions_and_delete_options(backend: Backend) {
     // A resourceVersion precondition is compared as a string.
     let stale = delete(r#"{"preconditions":{"resourceVersion":"abc"}}"#).await;
     assert_eq!(stale.0, 409, "{}", stale.1);
-    assert!(stale.1["message"].as_str().unwrap().contains("Precondition failed: ResourceVersion in precondition: abc, ResourceVersion in object meta: "));
+    assert!(
+        stale.1["message"]
+            .as_str()
+            .unwrap()
+            .contains("Precondition failed: ResourceVersion in precondition: abc, ResourceVersion in object meta: ")
+    );
     // A DeleteOptions of any group and version is one.
     let deleted = server
         .send(
@@ -552,11 +615,14 @@ async fn grace_periods_never_panic(backend: Backend) {
     let far = server.get(&format!("{pods}/max")).await.1;
     assert_eq!(far["metadata"]["deletionTimestamp"], "9999-12-31T23:59:59Z");
     // Still deletable at once.
-    let now = server.send("DELETE", &format!("{pods}/max"), "application/json", json!({"gracePeriodSeconds": 0}).to_string()).await;
+    let now = server
+        .send("DELETE", &format!("{pods}/max"), "application/json", json!({"gracePeriodSeconds": 0}).to_string())
+        .await;
     assert_eq!(now.0, 200, "{}", now.1);
     assert_eq!(server.get(&format!("{pods}/max")).await.0, 404);
     // A negative grace period is one second, as kube makes it.
-    let negative = server.send("DELETE", &format!("{pods}/negative?gracePeriodSeconds=-5"), "application/json", "").await;
+    let negative =
+        server.send("DELETE", &format!("{pods}/negative?gracePeriodSeconds=-5"), "application/json", "").await;
     assert_eq!(negative.0, 200, "{}", negative.1);
     assert_eq!(negative.1["metadata"]["deletionGracePeriodSeconds"], 1);
     assert!(until_gone(&server, &format!("{pods}/negative"), Duration::from_secs(10)).await);

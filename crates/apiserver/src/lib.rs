@@ -3,7 +3,8 @@
 //! * `request.rs` / `options.rs`: what a request addresses and its validated options;
 //! * `server.rs`: state and routing; `discovery.rs`, `openapi.rs`, `metrics.rs`, `debug.rs`;
 //! * `list.rs`, `watch.rs`: the read verbs with kube-apiserver's resourceVersion semantics;
-//! * `write.rs`, `strategy.rs`, `scale.rs`: the write verbs and what the server owns;
+//! * `write.rs`, `strategy.rs`, `scale.rs`, `delete_options.rs`: the write verbs and what the
+//!   server owns;
 //! * `controllers.rs`: finalizers, graceful deletion, namespace cleanup, the compactor;
 //! * `body.rs` / `body_in.rs` / `response.rs`: HTTP plumbing.
 
@@ -11,6 +12,7 @@ pub mod body;
 mod body_in;
 mod controllers;
 mod debug;
+mod delete_options;
 pub mod discovery;
 mod gc;
 mod list;

@@ -238,7 +238,8 @@ pub fn validate_create(resource: &Resource, object: &Map<String, Value>) -> Vec<
 /// Kinds whose update validation runs their create validation again (`ValidateConfigMapUpdate`
 /// calls `ValidateConfigMap`, and so on), so their metadata findings are listed once more.
 fn update_revalidates_create(resource: &Resource) -> bool {
-    resource.group.is_empty() && matches!(resource.kind, "ConfigMap" | "Secret" | "ServiceAccount" | "Service" | "Endpoints")
+    resource.group.is_empty()
+        && matches!(resource.kind, "ConfigMap" | "Secret" | "ServiceAccount" | "Service" | "Endpoints")
 }
 
 /// `ValidateObjectMetaAccessorUpdate`: no new finalizers while the object is being deleted,

@@ -235,7 +235,10 @@ pub fn syntax_error(data: &[u8]) -> Option<String> {
     }
     // At the end only a finished top-level value (a number may end here) is whole.
     let complete = stack.is_empty()
-        && matches!(state, State::End | State::EndValue | State::Zero | State::Digits | State::DotDigits | State::ExpDigits);
+        && matches!(
+            state,
+            State::End | State::EndValue | State::Zero | State::Digits | State::DotDigits | State::ExpDigits
+        );
     (!complete).then(|| "unexpected end of JSON input".to_owned())
 }
 
@@ -320,7 +323,10 @@ mod tests {
         }
         let deep = "[".repeat(MAX_NESTING_DEPTH + 1);
         assert_eq!(syntax_error(deep.as_bytes()).as_deref(), Some("invalid character '[' exceeded max depth"));
-        assert_eq!(syntax_error("[".repeat(3_000_000).as_bytes()).as_deref(), Some("invalid character '[' exceeded max depth"));
+        assert_eq!(
+            syntax_error("[".repeat(3_000_000).as_bytes()).as_deref(),
+            Some("invalid character '[' exceeded max depth")
+        );
     }
 
     #[test]
@@ -329,7 +335,10 @@ mod tests {
             type_error("string", "DeleteOptions", "gracePeriodSeconds", "int64"),
             "json: cannot unmarshal string into Go struct field DeleteOptions.gracePeriodSeconds of type int64"
         );
-        assert_eq!(type_error("array", "", "", "map[string]interface {}"), "json: cannot unmarshal array into Go value of type map[string]interface {}");
+        assert_eq!(
+            type_error("array", "", "", "map[string]interface {}"),
+            "json: cannot unmarshal array into Go value of type map[string]interface {}"
+        );
         assert_eq!(json_kind(&serde_json::json!([1])), "array");
     }
 }

@@ -261,11 +261,9 @@ pub fn validate_secret(object: &Map<String, Value>) -> Vec<FieldError> {
 /// `spec.replicas` of a Deployment or ReplicaSet: not negative (`ValidateNonnegativeField`).
 pub fn validate_replicas(object: &Map<String, Value>) -> Vec<FieldError> {
     match object.get("spec").and_then(|s| s.get("replicas")).and_then(Value::as_i64) {
-        Some(replicas) if replicas < 0 => vec![FieldError::invalid_raw(
-            "spec.replicas",
-            &replicas.to_string(),
-            "must be greater than or equal to 0",
-        )],
+        Some(replicas) if replicas < 0 => {
+            vec![FieldError::invalid_raw("spec.replicas", &replicas.to_string(), "must be greater than or equal to 0")]
+        }
         _ => Vec::new(),
     }
 }
@@ -403,9 +401,10 @@ mod tests {
         assert!(validate_annotations(&at_limit, "metadata.annotations").is_empty());
         let over = map(json!({"k": "v".repeat(TOTAL_ANNOTATION_SIZE_LIMIT)}));
         let errors = validate_annotations(&over, "metadata.annotations");
-        assert_eq!(errors.iter().map(FieldError::to_string).collect::<Vec<_>>(), vec![
-            "metadata.annotations: Too long: may not be more than 262144 bytes"
-        ]);
+        assert_eq!(
+            errors.iter().map(FieldError::to_string).collect::<Vec<_>>(),
+            vec!["metadata.annotations: Too long: may not be more than 262144 bytes"]
+        );
         assert_eq!(errors[0].as_cause().1, "FieldValueTooLong");
     }
 
@@ -447,9 +446,10 @@ mod tests {
         );
         let big = map(json!({"data": {"a": "x".repeat(MAX_DATA_SIZE)}, "binaryData": {"b": "AA=="}}));
         let errors = validate_config_map(&big);
-        assert_eq!(errors.iter().map(FieldError::to_string).collect::<Vec<_>>(), vec![
-            "[]: Too long: may not be more than 1048576 bytes"
-        ]);
+        assert_eq!(
+            errors.iter().map(FieldError::to_string).collect::<Vec<_>>(),
+            vec!["[]: Too long: may not be more than 1048576 bytes"]
+        );
         assert!(validate_config_map(&map(json!({"data": {"a": "x".repeat(MAX_DATA_SIZE)}}))).is_empty());
     }
 
@@ -484,7 +484,10 @@ mod tests {
     #[test]
     fn write_options() {
         assert!(validate_field_manager(&"m".repeat(128)).is_empty());
-        assert_eq!(validate_field_manager(&"m".repeat(129))[0].to_string(), "fieldManager: Too long: may not be more than 128 bytes");
+        assert_eq!(
+            validate_field_manager(&"m".repeat(129))[0].to_string(),
+            "fieldManager: Too long: may not be more than 128 bytes"
+        );
         assert_eq!(
             validate_field_manager("a\u{0}b")[0].to_string(),
             "fieldManager: Invalid value: \"a\\x00b\": invalid character U+0000 (at position 1)"

@@ -327,12 +327,18 @@ mod tests {
             error(json!({"op": "add"}), Handler),
             "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp"
         );
-        assert_eq!(error(json!({"op": "add"}), Library), "json: cannot unmarshal object into Go value of type jsonpatch.Patch");
+        assert_eq!(
+            error(json!({"op": "add"}), Library),
+            "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
+        );
         assert_eq!(
             error(json!([1]), Handler),
             "error decoding patch: json: cannot unmarshal number into Go value of type handlers.jsonPatchOp"
         );
-        assert_eq!(error(json!(["x"]), Library), "json: cannot unmarshal string into Go value of type jsonpatch.Operation");
+        assert_eq!(
+            error(json!(["x"]), Library),
+            "json: cannot unmarshal string into Go value of type jsonpatch.Operation"
+        );
         assert_eq!(
             error(json!([{"op": 1, "path": "/a"}]), Handler),
             "error decoding patch: json: cannot unmarshal number into Go struct field jsonPatchOp.op of type string"

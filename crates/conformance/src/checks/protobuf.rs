@@ -242,7 +242,7 @@ pub async fn json_round_trip(target: &Target) -> Result<(), CheckFailure> {
             },
         },
         "data": {"plain": "v", "empty": "", "unicode": "日本語 ✓ émoji 🎉", "lines": "a\nb\r\n\tc\n", "quote": "\"'\\"},
-        "binaryData": {"bytes": "AAECA/8A/v2AgQ==", "empty": ""},
+        "binaryData": {"bytes": "AAECA/8A/v2AgQ==", "empty-bytes": ""},
     });
     let response = target.send(Method::POST, &target.configmaps(), Some(&original)).await?;
     let created = response.expect(201)?;
