@@ -181,9 +181,9 @@ async fn metadata_is_validated_on_every_write(backend: Backend) {
 
 async fn config_map_and_secret_data_are_validated(backend: Backend) {
     let server = Server::start("validation-data", backend, &[]).await;
-    let server = &server;
+    let shared = &server;
     let create =
-        |data: Value| async move { server.post_json(CMS, &json!({"metadata": {"name": "cm"}, "data": data})).await };
+        |data: Value| async move { shared.post_json(CMS, &json!({"metadata": {"name": "cm"}, "data": data})).await };
     let bad_key = create(json!({"a b": "1"})).await;
     assert_status(
         &bad_key,
