@@ -5,14 +5,19 @@
 //! * `list.rs`, `watch.rs`: the read verbs with kube-apiserver's resourceVersion semantics;
 //! * `write.rs`, `strategy.rs`, `scale.rs`: the write verbs and what the server owns;
 //! * `controllers.rs`: finalizers, graceful deletion, namespace cleanup, the compactor;
-//! * `body.rs` / `body_in.rs` / `response.rs`: HTTP plumbing.
+//! * `body.rs` / `body_in.rs` / `response.rs`: HTTP plumbing;
+//! * `listener.rs`, `conn.rs`, `limits.rs`: the listening socket, connection limits (header
+//!   size and timeout) and the max-in-flight filter.
 
 pub mod body;
 mod body_in;
+mod conn;
 mod controllers;
 mod debug;
 pub mod discovery;
 mod gc;
+pub mod limits;
+pub mod listener;
 mod list;
 mod metrics;
 mod openapi;
