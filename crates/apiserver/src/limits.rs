@@ -88,8 +88,8 @@ impl InflightLimits {
         InflightLimits { read_only: bucket(max_read_only, "readOnly"), mutating: bucket(max_mutating, "mutating") }
     }
 
-    /// A slot for a request of `kind` (`None` for long-running ones), or kube's 429.
-    pub fn admit(&self, kind: RequestKind) -> Result<Option<Permit>, HttpResponse> {
+    /// A slot for a request of `kind` (`None` for long-running ones), or a refusal.
+    pub fn admit(&self, kind: RequestKind) -> Result<Option<Permit>, Refused> {
         let bucket = match kind {
             RequestKind::LongRunning => return Ok(None),
             RequestKind::ReadOnly => &self.read_only,
@@ -98,10 +98,29 @@ impl InflightLimits {
         let before = bucket.current.fetch_add(1, Ordering::AcqRel);
         if bucket.limit != 0 && before >= bucket.limit {
             bucket.current.fetch_sub(1, Ordering::AcqRel);
-            return Err(too_many_requests());
+            return Err(Refused);
         }
         bucket.gauge.inc();
         Ok(Some(Permit(bucket.clone())))
+    }
+}
+
+/// A request over its limit.
+#[derive(Debug)]
+pub struct Refused;
+
+impl Refused {
+    /// kube's answer: Go's `http.Error` text with `Retry-After: 1`.
+    pub fn response(self) -> HttpResponse {
+        let mut response = response::with_body(
+            429,
+            "text/plain; charset=utf-8",
+            Body::full(Bytes::from(format!("{TOO_MANY_REQUESTS}\n"))),
+        );
+        let headers = response.headers_mut();
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+        response
     }
 }
 
@@ -127,21 +146,8 @@ where
 {
     match limits.admit(RequestKind::of(request.method(), request.uri())) {
         Ok(permit) => Ok(Guarded::response(handler(request).await?, permit)),
-        Err(refused) => Ok(Guarded::response(refused, None)),
+        Err(refused) => Ok(Guarded::response(refused.response(), None)),
     }
-}
-
-/// kube's refusal: Go's `http.Error` text with `Retry-After: 1`.
-fn too_many_requests() -> HttpResponse {
-    let mut response = response::with_body(
-        429,
-        "text/plain; charset=utf-8",
-        Body::full(Bytes::from(format!("{TOO_MANY_REQUESTS}\n"))),
-    );
-    let headers = response.headers_mut();
-    headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    response
 }
 
 /// A response body that keeps its request's slot until it is finished or dropped.
@@ -208,14 +214,14 @@ mod tests {
     #[test]
     fn a_full_bucket_refuses_and_a_dropped_permit_frees_it() {
         let limits = InflightLimits::new(1, 0);
-        let held = limits.admit(RequestKind::ReadOnly).ok().expect("admitted");
-        let refused = limits.admit(RequestKind::ReadOnly).err().expect("the second read is refused");
+        let held = limits.admit(RequestKind::ReadOnly).unwrap();
+        let refused = limits.admit(RequestKind::ReadOnly).err().expect("the second read is refused").response();
         assert_eq!(refused.status(), 429);
         assert_eq!(refused.headers()["retry-after"], "1");
         assert_eq!(refused.headers()["content-type"], "text/plain; charset=utf-8");
         // Long-running and mutating requests (0: unlimited) are not affected.
-        assert!(limits.admit(RequestKind::LongRunning).ok().expect("admitted").is_none());
-        let writes: Vec<_> = (0..50).map(|_| limits.admit(RequestKind::Mutating).ok().expect("admitted")).collect();
+        assert!(limits.admit(RequestKind::LongRunning).unwrap().is_none());
+        let writes: Vec<_> = (0..50).map(|_| limits.admit(RequestKind::Mutating).unwrap()).collect();
         drop(held);
         assert!(limits.admit(RequestKind::ReadOnly).is_ok());
         drop(writes);
@@ -225,7 +231,7 @@ mod tests {
     async fn the_slot_lasts_until_the_body_is_done() {
         use http_body_util::BodyExt;
         let limits = InflightLimits::new(1, 1);
-        let permit = limits.admit(RequestKind::Mutating).ok().expect("admitted");
+        let permit = limits.admit(RequestKind::Mutating).unwrap();
         let response = Guarded::response(response::json(200, Bytes::from_static(b"{}")), permit);
         assert!(limits.admit(RequestKind::Mutating).is_err(), "held while the body is unsent");
         let body = response.into_body().collect().await.unwrap().to_bytes();

@@ -152,7 +152,7 @@ fn backlog() -> i32 {
 
 /// The soft limit on open files before and after raising it to the hard limit (`None` if it
 /// already was there).
-pub fn raise_open_file_limit() -> io::Result<Option<(u64, u64)>> {
+pub fn raise_open_file_limit() -> io::Result<Option<(libc::rlim_t, libc::rlim_t)>> {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes into the struct we pass.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
@@ -161,10 +161,8 @@ pub fn raise_open_file_limit() -> io::Result<Option<(u64, u64)>> {
     let mut target = limit.rlim_max;
     if target == libc::RLIM_INFINITY {
         // Linux refuses more than fs.nr_open even when the hard limit is "unlimited".
-        target = std::fs::read_to_string("/proc/sys/fs/nr_open")
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(1 << 20);
+        target =
+            std::fs::read_to_string("/proc/sys/fs/nr_open").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(1 << 20);
     }
     if limit.rlim_cur >= target {
         return Ok(None);
@@ -175,7 +173,7 @@ pub fn raise_open_file_limit() -> io::Result<Option<(u64, u64)>> {
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(Some((old as u64, target as u64)))
+    Ok(Some((old, target)))
 }
 
 #[cfg(test)]

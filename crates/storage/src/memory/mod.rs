@@ -26,8 +26,8 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::watch as watch_channel;
 
-pub use self::lock::LOCK_FILE;
 use self::lock::DirLock;
+pub use self::lock::LOCK_FILE;
 use self::mvcc::{Mutation, Mvcc};
 use self::wal::{SnapshotData, Wal};
 use crate::{
