@@ -1,13 +1,13 @@
 //! `listwatch serve`: opens storage, starts the API server, writes a kubeconfig for it, and
 //! shuts down cleanly on Ctrl-C or SIGTERM.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
+use listwatch_apiserver::listener::{self, ListenAddr};
 use listwatch_apiserver::{ApiState, ServerConfig};
 use listwatch_storage::Storage;
 use listwatch_storage::etcd::{EtcdOptions, EtcdStore};
@@ -15,9 +15,10 @@ use listwatch_storage::memory::{MemoryOptions, MemoryStore};
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on.
+    /// Address to listen on, as Go takes it: host:port, :port (every interface), [::1]:port,
+    /// localhost:port; port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:8080")]
-    addr: SocketAddr,
+    addr: ListenAddr,
     /// Use these etcd endpoints instead of the embedded store (comma-separated).
     #[arg(long, value_delimiter = ',')]
     etcd: Vec<String>,
@@ -79,6 +80,17 @@ pub struct ServeArgs {
     /// Progress notification period of the embedded store (etcd's is set on etcd).
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     progress_notify_interval: Duration,
+    /// Read-only requests served at once; more are answered 429 (0: no limit; watches are
+    /// not counted).
+    #[arg(long, default_value_t = 400)]
+    max_requests_inflight: usize,
+    /// Mutating requests served at once; more are answered 429 (0: no limit).
+    #[arg(long, default_value_t = 200)]
+    max_mutating_requests_inflight: usize,
+    /// How long a client may take to send its request headers, and an idle keep-alive
+    /// connection may wait for its next request (0 waits forever).
+    #[arg(long, default_value = "32s", value_parser = humantime::parse_duration)]
+    read_header_timeout: Duration,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -110,6 +122,9 @@ fn server_config(args: &ServeArgs, advertise: String) -> anyhow::Result<ServerCo
         compaction_interval: args.compaction_interval,
         advertise_address: advertise,
         http2_max_streams_per_connection: args.http2_max_streams_per_connection,
+        max_requests_inflight: args.max_requests_inflight,
+        max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+        read_header_timeout: (!args.read_header_timeout.is_zero()).then_some(args.read_header_timeout),
         ..Default::default()
     };
     config.cache.window = args.watch_cache_window;
@@ -202,14 +217,25 @@ async fn shutdown_signal() {
     let _ = ctrl_c.await;
 }
 
+/// Every watch holds a socket: the soft open-file limit goes up to the hard one.
+fn raise_open_file_limit() {
+    match listener::raise_open_file_limit() {
+        Ok(Some((from, to))) => tracing::info!(from, to, "raised the open-file limit (RLIMIT_NOFILE)"),
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit (RLIMIT_NOFILE)"),
+    }
+}
+
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let started = Instant::now();
-    let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("binding {}", args.addr))?;
-    let addr = listener.local_addr()?;
+    raise_open_file_limit();
+    // Storage first: the embedded store locks its data dir before anything else is done there.
+    let Opened { storage, described, memory } = open_storage(&args).await?;
+    let listening = listener::bind(&args.addr).with_context(|| format!("listening on {}", args.addr))?;
+    let (listener, addr) = (listening.listener, listening.reachable);
     let kubeconfig = args.kubeconfig.clone().unwrap_or_else(|| home().join(".kube/listwatch-config"));
     let (tls, ca) = tls_config(&args, &kubeconfig)?;
     let server = format!("{}://{addr}", if tls.is_some() { "https" } else { "http" });
-    let Opened { storage, described, memory } = open_storage(&args).await?;
     let state =
         ApiState::start(server_config(&args, addr.to_string())?, storage).await.context("starting the API server")?;
     write_kubeconfig(&kubeconfig, &server, ca.as_deref())?;
@@ -218,6 +244,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(
         ready,
         elapsed_ms = started.elapsed().as_millis() as u64,
+        listening = %listening.local,
         "serving the Kubernetes API on {server} from {described}"
     );
     eprintln!("listwatch is serving on {server}; kubeconfig written to {}", kubeconfig.display());

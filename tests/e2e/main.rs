@@ -7,6 +7,7 @@ mod gates;
 mod gc;
 mod informer_cli;
 mod kubectl;
+mod limits;
 mod listing;
 mod semantics;
 mod transports;

@@ -151,6 +151,11 @@ impl Server {
         }
     }
 
+    /// The id of the running process.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the server is running").id()
+    }
+
     /// Restarts on the same port, data dir and storage.
     pub async fn restart(&mut self) {
         self.kill();

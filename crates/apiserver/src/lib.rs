@@ -6,16 +6,21 @@
 //! * `write.rs`, `strategy.rs`, `scale.rs`, `delete_options.rs`: the write verbs and what the
 //!   server owns;
 //! * `controllers.rs`: finalizers, graceful deletion, namespace cleanup, the compactor;
-//! * `body.rs` / `body_in.rs` / `response.rs`: HTTP plumbing.
+//! * `body.rs` / `body_in.rs` / `response.rs`: HTTP plumbing;
+//! * `listener.rs`, `conn.rs`, `limits.rs`: the listening socket, connection limits (header
+//!   size and timeout) and the max-in-flight filter.
 
 pub mod body;
 mod body_in;
+mod conn;
 mod controllers;
 mod debug;
 mod delete_options;
 pub mod discovery;
 mod gc;
+pub mod limits;
 mod list;
+pub mod listener;
 mod metrics;
 mod openapi;
 pub mod options;

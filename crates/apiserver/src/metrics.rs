@@ -27,6 +27,7 @@ struct Metrics {
     cache_window_events: IntGaugeVec,
     cache_window_oldest: IntGaugeVec,
     cache_resource_version: IntGaugeVec,
+    current_inflight: IntGaugeVec,
     /// Counters mirrored from the caches: the last value seen, to add only the difference.
     mirrored: Mutex<HashMap<(String, &'static str), u64>>,
 }
@@ -136,6 +137,12 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             "Current resource version of watch cache broken by resource type.",
             &["group", "resource"],
         ),
+        current_inflight: gauge(
+            &r,
+            "apiserver_current_inflight_requests",
+            "Maximal number of currently used inflight request limit of this apiserver per request kind in last second.",
+            &["request_kind"],
+        ),
         mirrored: Mutex::new(HashMap::new()),
         registry: r,
     }
@@ -171,6 +178,12 @@ pub fn request(
         .request_duration
         .with_label_values(&[verb, group, version, plural, subresource, scope, "apiserver"])
         .observe(seconds);
+}
+
+/// The in-flight gauge of `kind` (`readOnly` or `mutating`), which the max-in-flight filter
+/// moves as it admits and finishes requests (the current count, not kube's per-second maximum).
+pub fn current_inflight(kind: &str) -> prometheus::IntGauge {
+    METRICS.current_inflight.with_label_values(&[kind])
 }
 
 pub fn watcher_registered(resource: &Resource, delta: i64) {

@@ -46,6 +46,15 @@ pub struct ServerConfig {
     /// Streams a client may open on one HTTP/2 connection (kube-apiserver's
     /// `--http2-max-streams-per-connection`, 1000 by default).
     pub http2_max_streams_per_connection: u32,
+    /// `--max-requests-inflight`: read-only requests served at once, beyond which kube answers
+    /// 429 (0: no limit; watches are not counted).
+    pub max_requests_inflight: usize,
+    /// `--max-mutating-requests-inflight`: the same for mutating requests.
+    pub max_mutating_requests_inflight: usize,
+    /// How long a client may take to send its request headers (and, in hyper, how long an idle
+    /// keep-alive connection waits for its next request): Go's `ReadHeaderTimeout`, 32 s in
+    /// kube-apiserver. `None` waits forever.
+    pub read_header_timeout: Option<Duration>,
 }
 
 impl Default for ServerConfig {
@@ -61,6 +70,9 @@ impl Default for ServerConfig {
             advertise_address: "127.0.0.1:8080".into(),
             pod_termination_delay: Duration::ZERO,
             http2_max_streams_per_connection: 1000,
+            max_requests_inflight: 400,
+            max_mutating_requests_inflight: 200,
+            read_header_timeout: Some(Duration::from_secs(32)),
         }
     }
 }
@@ -483,62 +495,52 @@ async fn get(
 
 /// Serves `listener` until `shutdown` completes, then ends open watches and drains. With
 /// `tls`, every connection is TLS first (HTTP/2 or HTTP/1.1 by ALPN); without, plain HTTP/1.1
-/// and HTTP/2 with prior knowledge share the port.
+/// and HTTP/2 with prior knowledge share the port. Requests pass the max-in-flight filter
+/// ([`crate::limits`]); connections get Go's header limits and timeout ([`crate::conn`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<ApiState>,
     tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    use hyper_util::rt::{TokioExecutor, TokioIo};
-    use hyper_util::server::conn::auto::Builder;
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder.http2().max_concurrent_streams(state.config.http2_max_streams_per_connection);
+    let builder = Arc::new(crate::conn::builder(&state.config));
+    let limits = Arc::new(crate::limits::InflightLimits::new(
+        state.config.max_requests_inflight,
+        state.config.max_mutating_requests_inflight,
+    ));
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
+    let setup_timeout = state.config.read_header_timeout;
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
+    // Go's http.Server backoff after a failed accept (EMFILE and the like): 5 ms doubling to 1 s,
+    // so a full file table neither spins the loop nor ends the server.
+    let mut accept_delay = Duration::ZERO;
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let (stream, _) = match accepted {
-                    Ok(a) => a,
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
                     Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        accept_delay = (accept_delay * 2).clamp(Duration::from_millis(5), Duration::from_secs(1));
+                        tracing::warn!(error = %e, retry_in_ms = accept_delay.as_millis() as u64, "accept failed");
+                        tokio::time::sleep(accept_delay).await;
                         continue;
                     }
                 };
-                let _ = stream.set_nodelay(true);
-                let state = state.clone();
-                let service = hyper::service::service_fn(move |req| handle(state.clone(), req));
-                match &tls {
-                    None => {
-                        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                        let conn = graceful.watch(conn.into_owned());
-                        tokio::spawn(async move {
-                            if let Err(e) = conn.await {
-                                tracing::debug!(error = %e, "connection ended with an error");
-                            }
-                        });
-                    }
-                    Some(config) => {
-                        let acceptor = tokio_rustls::TlsAcceptor::from(config.clone());
-                        let builder = builder.clone();
-                        let watcher = graceful.watcher();
-                        tokio::spawn(async move {
-                            let stream = match acceptor.accept(stream).await {
-                                Ok(s) => s,
-                                Err(e) => {
-                                    tracing::debug!(error = %e, "TLS handshake failed");
-                                    return;
-                                }
-                            };
-                            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                            if let Err(e) = watcher.watch(conn.into_owned()).await {
-                                tracing::debug!(error = %e, "connection ended with an error");
-                            }
-                        });
-                    }
-                }
+                accept_delay = Duration::ZERO;
+                let (state, limits) = (state.clone(), limits.clone());
+                let service = hyper::service::service_fn(move |req| {
+                    let (state, limits) = (state.clone(), limits.clone());
+                    async move { crate::limits::admit_then(&limits, req, |req| handle(state, req)).await }
+                });
+                tokio::spawn(crate::conn::serve(
+                    stream,
+                    tls.clone(),
+                    builder.clone(),
+                    service,
+                    graceful.watcher(),
+                    setup_timeout,
+                ));
             }
             _ = &mut shutdown => break,
         }

@@ -3,13 +3,15 @@
 //!
 //! * `mvcc.rs`: the versions of every key and the revision log (the data);
 //! * `watch.rs`: watches as cursors into that log (the watchable side);
-//! * `wal.rs`: the write-ahead log and snapshots that make it durable.
+//! * `wal.rs`: the write-ahead log and snapshots that make it durable;
+//! * `lock.rs`: the lock that keeps a second process out of a data directory in use.
 //!
 //! Writes take the store's lock, validate against the newest state, apply at the next
 //! revision and (durable mode) enqueue their log record before releasing it. A revision
 //! becomes visible to reads and watches when it is *published*: at once in ephemeral mode,
 //! after its group `fdatasync` in durable mode. The write returns only then.
 
+mod lock;
 mod mvcc;
 mod wal;
 mod watch;
@@ -24,6 +26,8 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::watch as watch_channel;
 
+use self::lock::DirLock;
+pub use self::lock::LOCK_FILE;
 use self::mvcc::{Mutation, Mvcc};
 use self::wal::{SnapshotData, Wal};
 use crate::{
@@ -61,6 +65,8 @@ pub(crate) struct Shared {
     failed: AtomicBool,
     failure: Mutex<String>,
     options: MemoryOptions,
+    /// The data directory's lock (durable mode), held until [`MemoryStore::close`] or drop.
+    dir_lock: Mutex<Option<DirLock>>,
 }
 
 impl Shared {
@@ -79,10 +85,13 @@ impl MemoryStore {
     }
 
     /// Opens (or creates) the store described by `options`: durable when it has a data dir.
+    /// A data dir in use by another store (this process or another) is refused with
+    /// [`std::io::ErrorKind::ResourceBusy`], naming the holder's pid.
     pub fn open(options: MemoryOptions) -> std::io::Result<MemoryStore> {
         let Some(dir) = options.data_dir.clone() else {
             return Ok(Self::with_state(Mvcc::default(), None, options));
         };
+        let dir_lock = DirLock::acquire(&dir)?;
         let (mvcc, next_seq) = wal::recover(&dir)?;
         // The writer thread needs the store to publish into; the store needs the writer. Tie
         // them with a slot filled right after both exist.
@@ -103,6 +112,7 @@ impl MemoryStore {
             },
         )?;
         let store = Self::with_state(mvcc, Some(wal), options);
+        *store.shared.dir_lock.lock() = Some(dir_lock);
         let _ = slot.set(Arc::downgrade(&store.shared));
         Ok(store)
     }
@@ -117,6 +127,7 @@ impl MemoryStore {
                 failed: AtomicBool::new(false),
                 failure: Mutex::new(String::new()),
                 options,
+                dir_lock: Mutex::new(None),
             }),
         }
     }
@@ -126,11 +137,13 @@ impl MemoryStore {
         self.shared.wal.is_some()
     }
 
-    /// Stops the log writer after flushing it (durable mode). Writes after this fail.
+    /// Stops the log writer after flushing it (durable mode) and releases the data dir.
+    /// Writes after this fail.
     pub fn close(&self) {
         if let Some(wal) = &self.shared.wal {
             wal.close();
         }
+        self.shared.dir_lock.lock().take();
     }
 
     /// Validates and applies one write; waits until it is durable.

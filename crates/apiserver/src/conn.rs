@@ -1,0 +1,241 @@
+//! One accepted connection, from the socket to hyper, with the limits Go's `http.Server` sets
+//! for kube-apiserver:
+//!
+//! * request headers up to 1 MiB (`DefaultMaxHeaderBytes`, plus Go's 4 KiB of read slack),
+//!   however many fields they hold; HTTP/2 advertises the same header list size;
+//! * `ReadHeaderTimeout` (32 s in kube): a client that does not finish its request headers in
+//!   time is disconnected, so half-open and slowloris connections cannot pile up. The clock
+//!   also runs over the connection's setup (TLS handshake, HTTP/2 preface) and, in hyper,
+//!   over an idle keep-alive connection waiting for its next request.
+
+use std::convert::Infallible;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+use crate::limits::Guarded;
+use crate::server::ServerConfig;
+
+/// Go's `http.DefaultMaxHeaderBytes`, which kube-apiserver uses.
+pub const MAX_HEADER_BYTES: usize = 1 << 20;
+
+/// What Go's server reads beyond `MaxHeaderBytes` before refusing ("bufio slop").
+const HEADER_READ_SLACK: usize = 4096;
+
+/// HTTP/1 header fields hyper makes room for. Go counts only bytes; hyper also caps the
+/// number of fields (100 by default), so this is set high enough that the byte limit decides
+/// for any real client.
+const MAX_HEADER_FIELDS: usize = 1024;
+
+/// The HTTP/2 client preface: a connection starting with it is HTTP/2 (prior knowledge).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// What serves each request of a connection.
+pub trait Service:
+    hyper::service::Service<http::Request<hyper::body::Incoming>, Response = http::Response<Guarded>, Error = Infallible>
+{
+}
+
+impl<S> Service for S where
+    S: hyper::service::Service<
+            http::Request<hyper::body::Incoming>,
+            Response = http::Response<Guarded>,
+            Error = Infallible,
+        >
+{
+}
+
+/// hyper's connection settings for `config`.
+pub fn builder(config: &ServerConfig) -> Builder<TokioExecutor> {
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.read_header_timeout)
+        .max_buf_size(MAX_HEADER_BYTES + HEADER_READ_SLACK)
+        .max_headers(MAX_HEADER_FIELDS);
+    builder
+        .http2()
+        .max_concurrent_streams(config.http2_max_streams_per_connection)
+        // Go's http2 server: MaxHeaderBytes padded for ten fields of 32 bytes' overhead.
+        .max_header_list_size((MAX_HEADER_BYTES + 10 * 32) as u32);
+    builder
+}
+
+/// Sets up `stream` (TLS, protocol detection) within `setup_timeout`, then serves it until
+/// it closes or the graceful shutdown ends it.
+pub async fn serve<S>(
+    stream: TcpStream,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    builder: Arc<Builder<TokioExecutor>>,
+    service: S,
+    watcher: hyper_util::server::graceful::Watcher,
+    setup_timeout: Option<Duration>,
+) where
+    S: Service + Send + 'static,
+    S::Future: Send + 'static,
+{
+    let _ = stream.set_nodelay(true);
+    match tls {
+        None => {
+            let Some(io) = set_up(setup_timeout, async { Rewound::after_preface(stream).await }).await else {
+                return;
+            };
+            serve_io(io, &builder, service, watcher).await;
+        }
+        Some(acceptor) => {
+            let setup = async {
+                let stream = acceptor.accept(stream).await?;
+                Rewound::after_preface(stream).await
+            };
+            let Some(io) = set_up(setup_timeout, setup).await else {
+                return;
+            };
+            serve_io(io, &builder, service, watcher).await;
+        }
+    }
+}
+
+/// Runs a connection's setup within `timeout`; `None` (logged) when it fails or times out.
+async fn set_up<T>(timeout: Option<Duration>, setup: impl Future<Output = io::Result<T>>) -> Option<T> {
+    let result = match timeout {
+        Some(timeout) => tokio::time::timeout(timeout, setup).await.unwrap_or_else(|_| {
+            Err(io::Error::new(io::ErrorKind::TimedOut, "no request within the read-header timeout"))
+        }),
+        None => setup.await,
+    };
+    result.inspect_err(|e| tracing::debug!(error = %e, "connection setup failed")).ok()
+}
+
+async fn serve_io<I, S>(
+    io: I,
+    builder: &Builder<TokioExecutor>,
+    service: S,
+    watcher: hyper_util::server::graceful::Watcher,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: Service + Send + 'static,
+    S::Future: Send + 'static,
+{
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+    if let Err(e) = watcher.watch(conn.into_owned()).await {
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
+}
+
+/// A stream whose first bytes were read ahead (to tell HTTP/2 from HTTP/1 under the setup
+/// timeout) and are handed out again before the rest. hyper then detects the protocol from
+/// bytes already there, so a client that stalls mid-preface is cut off by the timeout
+/// instead of holding the connection forever.
+pub struct Rewound<I> {
+    prefix: Bytes,
+    io: I,
+}
+
+impl<I: AsyncRead + Unpin> Rewound<I> {
+    /// Reads until the bytes differ from the HTTP/2 preface, the whole preface is there, or
+    /// the stream ends.
+    async fn after_preface(mut io: I) -> io::Result<Rewound<I>> {
+        let mut prefix = Vec::with_capacity(H2_PREFACE.len());
+        while prefix.len() < H2_PREFACE.len() {
+            let mut buf = [0u8; 24];
+            let wanted = H2_PREFACE.len() - prefix.len();
+            let n = io.read(&mut buf[..wanted]).await?;
+            if n == 0 {
+                break;
+            }
+            prefix.extend_from_slice(&buf[..n]);
+            if !H2_PREFACE.starts_with(&prefix) {
+                break;
+            }
+        }
+        Ok(Rewound { prefix: Bytes::from(prefix), io })
+    }
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for Rewound<I> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        if !self.prefix.is_empty() {
+            let n = self.prefix.len().min(buf.remaining());
+            buf.put_slice(&self.prefix[..n]);
+            self.prefix.advance(n);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for Rewound<I> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+
+    /// What the stream hands out after the read-ahead, and the bytes read ahead.
+    async fn through_rewound(sent: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        let (mut client, server) = tokio::io::duplex(1024);
+        client.write_all(sent).await.unwrap();
+        drop(client);
+        let mut io = Rewound::after_preface(server).await.unwrap();
+        let prefix = io.prefix.to_vec();
+        let mut all = Vec::new();
+        io.read_to_end(&mut all).await.unwrap();
+        (all, prefix)
+    }
+
+    #[tokio::test]
+    async fn http1_and_http2_are_read_ahead_and_replayed_whole() {
+        let (all, prefix) = through_rewound(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").await;
+        assert_eq!(all, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert!(!H2_PREFACE.starts_with(&prefix));
+        let sent = [H2_PREFACE, b"frames"].concat();
+        let (all, prefix) = through_rewound(&sent).await;
+        assert_eq!(all, sent);
+        assert_eq!(prefix, H2_PREFACE);
+        // A connection closed at once is no error: hyper sees the end.
+        assert_eq!(through_rewound(b"").await, (Vec::new(), Vec::new()));
+    }
+
+    #[tokio::test]
+    async fn a_stalled_preface_is_cut_off_by_the_timeout() {
+        let (mut client, server) = tokio::io::duplex(1024);
+        client.write_all(b"PRI * HT").await.unwrap();
+        let setup = set_up(Some(Duration::from_millis(50)), Rewound::after_preface(server)).await;
+        assert!(setup.is_none());
+        drop(client);
+    }
+}
