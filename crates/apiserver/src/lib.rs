@@ -5,8 +5,10 @@
 //! * `list.rs`, `watch.rs`: the read verbs with kube-apiserver's resourceVersion semantics;
 //! * `write.rs`, `strategy.rs`, `scale.rs`: the write verbs and what the server owns;
 //! * `controllers.rs`: finalizers, graceful deletion, namespace cleanup, the compactor;
+//! * `authn/`: who is asking (token file, client certificates, anonymous);
 //! * `body.rs` / `body_in.rs` / `response.rs`: HTTP plumbing.
 
+pub mod authn;
 pub mod body;
 mod body_in;
 mod controllers;

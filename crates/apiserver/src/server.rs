@@ -46,6 +46,8 @@ pub struct ServerConfig {
     /// Streams a client may open on one HTTP/2 connection (kube-apiserver's
     /// `--http2-max-streams-per-connection`, 1000 by default).
     pub http2_max_streams_per_connection: u32,
+    /// Who may ask (`--token-auth-file`, `--client-ca-file`, `--anonymous-auth`).
+    pub authentication: crate::authn::Authentication,
 }
 
 impl Default for ServerConfig {
@@ -61,6 +63,7 @@ impl Default for ServerConfig {
             advertise_address: "127.0.0.1:8080".into(),
             pod_termination_delay: Duration::ZERO,
             http2_max_streams_per_connection: 1000,
+            authentication: Default::default(),
         }
     }
 }
@@ -265,6 +268,9 @@ fn cache_enabled(config: &ServerConfig, resource: &Resource) -> bool {
 pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Result<HttpResponse, Infallible> {
     let started = Instant::now();
     let (mut parts, body) = req.into_parts();
+    if let Err(unauthorized) = crate::authn::authenticate(&state.config.authentication, &mut parts) {
+        return Ok(*unauthorized);
+    }
     let upgrade = crate::websocket::is_websocket_request(&parts.headers)
         .then(|| parts.extensions.remove::<hyper::upgrade::OnUpgrade>())
         .flatten();
@@ -532,6 +538,7 @@ pub async fn serve(
                                     return;
                                 }
                             };
+                            let service = crate::authn::with_peer_certificates(&stream, service);
                             let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                             if let Err(e) = watcher.watch(conn.into_owned()).await {
                                 tracing::debug!(error = %e, "connection ended with an error");
