@@ -33,7 +33,10 @@ pub fn home() -> PathBuf {
 pub enum Credentials {
     Token(String),
     /// PEM certificate and key.
-    ClientCertificate { cert: String, key: String },
+    ClientCertificate {
+        cert: String,
+        key: String,
+    },
 }
 
 /// What the `listwatch` entries say.
@@ -194,11 +197,9 @@ impl Lock {
         if let Some(parent) = lock.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&lock)
-            .with_context(|| format!("locking the kubeconfig: {} (remove it if no kubectl is running)", lock.display()))?;
+        std::fs::OpenOptions::new().write(true).create_new(true).open(&lock).with_context(|| {
+            format!("locking the kubeconfig: {} (remove it if no kubectl is running)", lock.display())
+        })?;
         Ok(Lock(lock))
     }
 }
@@ -250,7 +251,7 @@ mod tests {
         assert_eq!(config["clusters"].as_sequence().unwrap().len(), 2, "{text}");
         assert_eq!(config["clusters"][1]["cluster"]["server"], "http://127.0.0.1:9999");
         assert_eq!(config["users"][0]["user"]["token"], "secret");
-        let ours = listwatch_client::Config::from_kubeconfig_files(&[path.clone()], Some(NAME)).unwrap();
+        let ours = listwatch_client::Config::from_kubeconfig_files(std::slice::from_ref(&path), Some(NAME)).unwrap();
         assert_eq!(ours.server, "http://127.0.0.1:9999");
         assert!(!dir.path().join("config.lock").exists());
     }

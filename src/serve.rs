@@ -213,7 +213,8 @@ fn security(args: &ServeArgs, kubeconfig: &std::path::Path) -> anyhow::Result<Se
     if client_ca.is_some() && server_files.is_none() {
         anyhow::bail!("--client-ca-file needs HTTPS: add --tls-generate or --tls-cert-file");
     }
-    let client_ca = client_ca.map(|path| ClientCa::load(&path).map(Arc::new)).transpose().map_err(anyhow::Error::msg)?;
+    let client_ca =
+        client_ca.map(|path| ClientCa::load(&path).map(Arc::new)).transpose().map_err(anyhow::Error::msg)?;
     let tokens = args
         .token_auth_file
         .as_deref()
@@ -223,7 +224,14 @@ fn security(args: &ServeArgs, kubeconfig: &std::path::Path) -> anyhow::Result<Se
     let authentication = Authentication { anonymous: args.anonymous_auth, tokens, client_ca };
     if !authentication.anonymous && !authentication.is_enabled() {
         // kube-apiserver would serve everyone without a user; refusing everyone is no better.
-        anyhow::bail!("--anonymous-auth=false needs an authenticator: --token-auth-file, --client-ca-file or --client-cert-auth");
+        anyhow::bail!(
+            "--anonymous-auth=false needs an authenticator: --token-auth-file, --client-ca-file or --client-cert-auth"
+        );
+    }
+    if authentication.tokens.is_some() && server_files.is_none() {
+        tracing::warn!(
+            "kubectl and client-go send bearer tokens only over HTTPS: over plain HTTP their requests are anonymous (add --tls-generate)"
+        );
     }
     let tls = server_files
         .as_ref()

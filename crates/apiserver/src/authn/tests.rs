@@ -51,7 +51,10 @@ fn token_file_users_get_the_authenticated_group() {
         }
     );
     // The scheme is case-insensitive; the token is the second space-separated word.
-    assert_eq!(auth.authenticate(&request("/api", &[("Authorization", "BEARER good extra")], None)).unwrap().name, "alice");
+    assert_eq!(
+        auth.authenticate(&request("/api", &[("Authorization", "BEARER good extra")], None)).unwrap().name,
+        "alice"
+    );
 }
 
 #[test]
@@ -84,7 +87,10 @@ fn anonymous_off_leaves_only_the_public_info_paths_open() {
 fn websocket_subprotocol_tokens() {
     let auth = Authentication { tokens: tokens(), anonymous: false, ..Default::default() };
     let encoded = |token: &str| {
-        format!("base64url.bearer.authorization.k8s.io.{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token))
+        format!(
+            "base64url.bearer.authorization.k8s.io.{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token)
+        )
     };
     let ws = |protocols: &str| {
         request(

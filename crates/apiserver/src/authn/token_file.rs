@@ -38,7 +38,8 @@ impl TokenFile {
     pub fn parse(text: &str, name: &str) -> Result<TokenFile, String> {
         let mut users = HashMap::new();
         let mut first = None;
-        for (number, record) in read_csv(text).map_err(|e| format!("token file '{name}': {e}"))?.into_iter().enumerate() {
+        for (number, record) in read_csv(text).map_err(|e| format!("token file '{name}': {e}"))?.into_iter().enumerate()
+        {
             if record.len() < 3 {
                 return Err(format!(
                     "token file '{name}' must have at least 3 columns (token, user name, user uid), found {}",
