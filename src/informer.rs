@@ -4,8 +4,13 @@
 //!
 //! The resource is resolved as kubectl resolves it: by plural, singular, short name or kind,
 //! through the server's discovery documents.
+//!
+//! The kubeconfig is found as kubectl finds it (`--kubeconfig`, then the files `KUBECONFIG`
+//! lists, merged, then `~/.kube/config`), falling back to the one `listwatch serve` writes
+//! (`~/.kube/listwatch-config`) so a first run needs no flag, then to the in-cluster service
+//! account.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -24,7 +29,8 @@ pub struct InformerArgs {
     /// Only this namespace (default: all namespaces).
     #[arg(short = 'n', long)]
     namespace: Option<String>,
-    /// The kubeconfig to use (default: KUBECONFIG, then ~/.kube/config).
+    /// The kubeconfig to use [default: KUBECONFIG's files, ~/.kube/config, else
+    /// ~/.kube/listwatch-config].
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
     /// Stop after this long (default: run until Ctrl-C).
@@ -71,12 +77,40 @@ fn elapsed(start: Instant) -> String {
     format!("{:>8.3}s", start.elapsed().as_secs_f64())
 }
 
-pub async fn run(args: InformerArgs) -> anyhow::Result<()> {
-    let config = match &args.kubeconfig {
-        Some(path) => Config::from_kubeconfig(path),
-        None => Config::infer(),
+/// The kubeconfig files to read, in kubectl's order of precedence, then `serve`'s; empty when
+/// none exists (in-cluster, then).
+fn kubeconfig_files(explicit: Option<&Path>) -> Vec<PathBuf> {
+    if let Some(path) = explicit {
+        return vec![path.to_path_buf()];
     }
-    .context("loading the kubeconfig")?;
+    if let Some(list) = std::env::var_os("KUBECONFIG") {
+        let listed: Vec<PathBuf> = std::env::split_paths(&list).filter(|p| p.is_file()).collect();
+        if !listed.is_empty() {
+            return listed;
+        }
+    }
+    let home = crate::kubeconfig::home();
+    [home.join(".kube").join("config"), crate::kubeconfig::default_path()]
+        .into_iter()
+        .find(|p| p.is_file())
+        .into_iter()
+        .collect()
+}
+
+fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
+    let files = kubeconfig_files(explicit);
+    if files.is_empty() {
+        return Config::in_cluster().context(
+            "no kubeconfig: pass --kubeconfig, set KUBECONFIG, or start `listwatch serve` (it writes ~/.kube/listwatch-config)",
+        );
+    }
+    let shown: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+    eprintln!("using kubeconfig {}", shown.join(":"));
+    Config::from_kubeconfig_files(&files, None).with_context(|| format!("loading the kubeconfig {}", shown.join(":")))
+}
+
+pub async fn run(args: InformerArgs) -> anyhow::Result<()> {
+    let config = load_config(args.kubeconfig.as_deref())?;
     let client = Client::new(config)?;
     let resource = resolve(&client, &args.resource).await?;
     let start = Instant::now();

@@ -8,7 +8,10 @@
 
 mod bench;
 mod informer;
+mod kubeconfig;
 mod serve;
+
+use std::io::IsTerminal;
 
 use clap::{Parser, Subcommand};
 
@@ -36,6 +39,8 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| "info,h2=warn,hyper=warn,tonic=warn".into()),
         )
         .with_writer(std::io::stderr)
+        // Colours only for a person watching: piped or redirected logs stay plain text.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

@@ -1,5 +1,9 @@
 //! `listwatch serve`: opens storage, starts the API server, writes a kubeconfig for it, and
 //! shuts down cleanly on Ctrl-C or SIGTERM.
+//!
+//! Authentication is off unless asked for (`--token-auth-file`, `--client-ca-file` or
+//! `--client-cert-auth`, `--anonymous-auth`); the kubeconfig's user then carries what gets it
+//! in: a client certificate when the CA's key is at hand, else the token file's first token.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,10 +12,13 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 use listwatch_apiserver::listener::{self, ListenAddr};
+use listwatch_apiserver::authn::{Authentication, ClientCa, TokenFile};
 use listwatch_apiserver::{ApiState, ServerConfig};
 use listwatch_storage::Storage;
 use listwatch_storage::etcd::{EtcdOptions, EtcdStore};
 use listwatch_storage::memory::{MemoryOptions, MemoryStore};
+
+use crate::kubeconfig::{self, Credentials, home};
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -91,6 +98,28 @@ pub struct ServeArgs {
     /// connection may wait for its next request (0 waits forever).
     #[arg(long, default_value = "32s", value_parser = humantime::parse_duration)]
     read_header_timeout: Duration,
+    /// Authenticate bearer tokens from this CSV file (kube-apiserver's format:
+    /// token,user,uid,"group1,group2"); the kubeconfig gets its first token.
+    #[arg(long)]
+    token_auth_file: Option<PathBuf>,
+    /// Authenticate client certificates signed by this CA bundle (user CN, groups O); needs HTTPS.
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
+    /// The private key of --client-ca-file: the kubeconfig's user gets a certificate it signs.
+    #[arg(long, requires = "client_ca_file")]
+    client_ca_key_file: Option<PathBuf>,
+    /// With --tls-generate: authenticate client certificates signed by the generated CA, and give
+    /// the kubeconfig's user one (CN listwatch-admin, O system:masters).
+    #[arg(long, requires = "tls_generate", conflicts_with = "client_ca_file")]
+    client_cert_auth: bool,
+    /// Serve requests that bring no credentials as system:anonymous; when false they get 401,
+    /// except /healthz, /livez, /readyz and /version.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    anonymous_auth: bool,
+    /// Also add the listwatch cluster, user and context to $KUBECONFIG's first file or
+    /// ~/.kube/config, as kind does (the current context changes only if it had none).
+    #[arg(long)]
+    kubeconfig_merge: bool,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -98,10 +127,6 @@ fn default_data_dir() -> PathBuf {
         return PathBuf::from(dir).join("listwatch");
     }
     home().join(".local/share/listwatch")
-}
-
-fn home() -> PathBuf {
-    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."))
 }
 
 fn server_config(args: &ServeArgs, advertise: String) -> anyhow::Result<ServerConfig> {
@@ -163,43 +188,98 @@ async fn open_storage(args: &ServeArgs) -> anyhow::Result<Opened> {
     Ok(Opened { storage: Arc::new(store.clone()), described, memory: Some(store) })
 }
 
-/// Writes the kubeconfig. The user carries a placeholder bearer token: listwatch does not
-/// authenticate yet (any token is accepted), and without one kubectl prompts for a username
-/// over HTTPS.
-fn write_kubeconfig(path: &std::path::Path, server: &str, ca: Option<&std::path::Path>) -> anyhow::Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    let ca = match ca {
-        Some(ca) => format!("    certificate-authority: {}\n", std::fs::canonicalize(ca)?.display()),
-        None => String::new(),
-    };
-    let text = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: listwatch\n  cluster:\n    server: {server}\n{ca}contexts:\n- name: listwatch\n  context:\n    cluster: listwatch\n    user: listwatch\n    namespace: default\ncurrent-context: listwatch\nusers:\n- name: listwatch\n  user:\n    token: listwatch\n"
-    );
-    std::fs::write(path, text).with_context(|| format!("writing the kubeconfig {}", path.display()))
+/// HTTPS and authentication, and what the kubeconfig needs to get through them.
+struct Security {
+    tls: Option<Arc<listwatch_apiserver::tls::ServerConfig>>,
+    authentication: Authentication,
+    /// The CA the kubeconfig trusts for the server.
+    server_ca: Option<PathBuf>,
+    credentials: Credentials,
 }
 
-/// The TLS configuration, if any, and the CA file the kubeconfig should trust.
-fn tls_config(
-    args: &ServeArgs,
-    kubeconfig: &std::path::Path,
-) -> anyhow::Result<(Option<Arc<listwatch_apiserver::tls::ServerConfig>>, Option<PathBuf>)> {
+/// The user the kubeconfig's client certificate names (kubeadm's admin is in the same group).
+const ADMIN_USER: (&str, &str) = ("listwatch-admin", "system:masters");
+
+fn security(args: &ServeArgs, kubeconfig: &std::path::Path) -> anyhow::Result<Security> {
     use listwatch_apiserver::tls;
-    if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_private_key_file) {
+    // The server certificate, and the generated CA's files if any.
+    let (server_files, generated) = if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_private_key_file) {
         let ca = args.tls_ca_file.clone().unwrap_or_else(|| cert.clone());
-        return Ok((Some(tls::server_config(cert, key)?), Some(ca)));
-    }
-    if !args.tls_generate {
-        return Ok((None, None));
-    }
-    let dir = match (&args.data_dir, args.ephemeral || !args.etcd.is_empty()) {
-        (Some(dir), _) => dir.join("pki"),
-        (None, false) => default_data_dir().join("pki"),
-        (None, true) => kubeconfig.parent().unwrap_or(std::path::Path::new(".")).join("listwatch-pki"),
+        (Some((cert.clone(), key.clone(), ca)), None)
+    } else if args.tls_generate {
+        let dir = match (&args.data_dir, args.ephemeral || !args.etcd.is_empty()) {
+            (Some(dir), _) => dir.join("pki"),
+            (None, false) => default_data_dir().join("pki"),
+            (None, true) => kubeconfig.parent().unwrap_or(std::path::Path::new(".")).join("listwatch-pki"),
+        };
+        let files = tls::generate(&dir, &[args.addr.ip().to_string()])?;
+        (Some((files.cert.clone(), files.key.clone(), files.ca_cert.clone())), Some(files))
+    } else {
+        (None, None)
     };
-    let files = tls::generate(&dir, &[args.addr.ip().to_string()])?;
-    Ok((Some(tls::server_config(&files.cert, &files.key)?), Some(files.ca_cert)))
+    // The client CA, and its key when the kubeconfig's user should get a certificate.
+    let (client_ca, signer) = match (&args.client_ca_file, &generated) {
+        (Some(ca), _) => (Some(ca.clone()), args.client_ca_key_file.clone().map(|key| (ca.clone(), key))),
+        (None, Some(files)) if args.client_cert_auth => {
+            (Some(files.ca_cert.clone()), Some((files.ca_cert.clone(), files.ca_key.clone())))
+        }
+        _ => (None, None),
+    };
+    if client_ca.is_some() && server_files.is_none() {
+        anyhow::bail!("--client-ca-file needs HTTPS: add --tls-generate or --tls-cert-file");
+    }
+    let client_ca =
+        client_ca.map(|path| ClientCa::load(&path).map(Arc::new)).transpose().map_err(anyhow::Error::msg)?;
+    let tokens = args
+        .token_auth_file
+        .as_deref()
+        .map(|path| TokenFile::load(path).map(Arc::new))
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let authentication = Authentication { anonymous: args.anonymous_auth, tokens, client_ca };
+    if !authentication.anonymous && !authentication.is_enabled() {
+        // kube-apiserver would serve everyone without a user; refusing everyone is no better.
+        anyhow::bail!(
+            "--anonymous-auth=false needs an authenticator: --token-auth-file, --client-ca-file or --client-cert-auth"
+        );
+    }
+    if authentication.tokens.is_some() && server_files.is_none() {
+        tracing::warn!(
+            "kubectl and client-go send bearer tokens only over HTTPS: over plain HTTP their requests are anonymous (add --tls-generate)"
+        );
+    }
+    let tls = server_files
+        .as_ref()
+        .map(|(cert, key, _)| tls::server_config(cert, key, authentication.client_ca.as_deref()))
+        .transpose()?;
+    let credentials = match (&signer, &authentication.tokens) {
+        (Some((ca, key)), _) => {
+            let (cert, key) = tls::client_certificate(ca, key, ADMIN_USER.0, ADMIN_USER.1)?;
+            Credentials::ClientCertificate { cert, key }
+        }
+        (None, Some(tokens)) if !tokens.is_empty() => {
+            Credentials::Token(tokens.first_token().unwrap_or_default().to_string())
+        }
+        // No token is looked at: a placeholder, without which kubectl may prompt over HTTPS.
+        _ => Credentials::Token("listwatch".into()),
+    };
+    Ok(Security { tls, authentication, server_ca: server_files.map(|(_, _, ca)| ca), credentials })
+}
+
+/// Writes the kubeconfig (and merges it into the user's with `--kubeconfig-merge`).
+fn write_kubeconfigs(args: &ServeArgs, path: &std::path::Path, server: &str, security: Security) -> anyhow::Result<()> {
+    let ca_pem = match &security.server_ca {
+        Some(ca) => Some(std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?),
+        None => None,
+    };
+    let entry = kubeconfig::Entry { server: server.to_string(), ca_pem, credentials: security.credentials };
+    kubeconfig::write(path, &entry)?;
+    if args.kubeconfig_merge {
+        let target = kubeconfig::merge_target();
+        kubeconfig::merge(&target, &entry)?;
+        eprintln!("context \"{}\" merged into {} (kubectl --context {0})", kubeconfig::NAME, target.display());
+    }
+    Ok(())
 }
 
 async fn shutdown_signal() {
@@ -233,12 +313,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let Opened { storage, described, memory } = open_storage(&args).await?;
     let listening = listener::bind(&args.addr).with_context(|| format!("listening on {}", args.addr))?;
     let (listener, addr) = (listening.listener, listening.reachable);
-    let kubeconfig = args.kubeconfig.clone().unwrap_or_else(|| home().join(".kube/listwatch-config"));
-    let (tls, ca) = tls_config(&args, &kubeconfig)?;
+    let kubeconfig = args.kubeconfig.clone().unwrap_or_else(kubeconfig::default_path);
+    let mut security = security(&args, &kubeconfig)?;
+    let tls = security.tls.take();
     let server = format!("{}://{addr}", if tls.is_some() { "https" } else { "http" });
-    let state =
-        ApiState::start(server_config(&args, addr.to_string())?, storage).await.context("starting the API server")?;
-    write_kubeconfig(&kubeconfig, &server, ca.as_deref())?;
+    let mut config = server_config(&args, addr.to_string())?;
+    config.authentication = security.authentication.clone();
+    let state = ApiState::start(config, storage).await.context("starting the API server")?;
+    write_kubeconfigs(&args, &kubeconfig, &server, security)?;
     let serving = tokio::spawn(listwatch_apiserver::serve(listener, state.clone(), tls, shutdown_signal()));
     let ready = state.wait_ready(Duration::from_secs(60)).await;
     tracing::info!(

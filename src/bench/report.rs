@@ -1,6 +1,11 @@
 //! What the benches report: latency histograms and their summaries, the progress bar, the
 //! JSON result file.
 //!
+//! Every result file also says what was measured where: the commit (`git rev-parse HEAD` of
+//! the tree the binary was built from, `-dirty` with uncommitted changes, else "unknown"), the
+//! date (RFC 3339, UTC) and the machine (cores, memory), so figures from different runs can
+//! be told apart.
+//!
 //! Latencies are recorded in microseconds in `hdrhistogram`s (two significant digits: 1%
 //! resolution, ~20 KB each, so every watcher can own one and they merge at the end).
 
@@ -82,9 +87,70 @@ pub fn progress_bar(len: u64, unit: &str) -> ProgressBar {
     bar
 }
 
-/// Writes `result` as pretty JSON to `path`.
+/// Where and when a result was measured (the first fields of every result file).
+#[derive(Serialize)]
+struct Provenance {
+    commit: String,
+    date: String,
+    machine: Machine,
+}
+
+#[derive(Serialize)]
+struct Machine {
+    cores: usize,
+    memory_mib: Option<u64>,
+    cpu: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Recorded<'a, T: Serialize> {
+    #[serde(flatten)]
+    provenance: Provenance,
+    #[serde(flatten)]
+    result: &'a T,
+}
+
+/// The commit of the source tree the binary was built from (then of the current directory).
+fn commit() -> String {
+    let git = |dir: &Path, args: &[&str]| std::process::Command::new("git").arg("-C").arg(dir).args(args).output().ok();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let current = std::env::current_dir().unwrap_or_default();
+    for dir in [source, current.as_path()] {
+        let Some(out) = git(dir, &["rev-parse", "HEAD"]).filter(|o| o.status.success()) else { continue };
+        let head = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let dirty = git(dir, &["diff", "--quiet", "HEAD", "--"]).is_some_and(|o| o.status.code() == Some(1));
+        return if dirty { format!("{head}-dirty") } else { head };
+    }
+    "unknown".into()
+}
+
+fn machine() -> Machine {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let memory_kib = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, name)| name.trim().to_string());
+    Machine {
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        memory_mib: memory_kib.map(|kib| kib / 1024),
+        cpu,
+    }
+}
+
+/// Writes `result` as pretty JSON to `path`, after the commit, date and machine.
 pub fn write_json(path: &Path, result: &impl Serialize) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(result)?;
+    let provenance = Provenance {
+        commit: commit(),
+        date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        machine: machine(),
+    };
+    let text = serde_json::to_string_pretty(&Recorded { provenance, result })?;
     std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
     eprintln!("bench: wrote {}", path.display());
     Ok(())

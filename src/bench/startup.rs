@@ -5,11 +5,13 @@
 //! With `--objects N`, a data dir is first filled with N ConfigMaps by one server, so the
 //! measured starts include recovering them from the write-ahead log.
 
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
+use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[derive(Args, Debug)]
@@ -23,6 +25,23 @@ pub struct StartupArgs {
     /// Fill the data dir with this many ConfigMaps first (not with --ephemeral).
     #[arg(long, default_value_t = 0, conflicts_with = "ephemeral")]
     objects: usize,
+    /// Write the result as JSON here.
+    #[arg(long)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct StartupResult {
+    command: String,
+    /// "ephemeral" or "durable".
+    store: &'static str,
+    objects: usize,
+    runs: usize,
+    median_ms: f64,
+    p90_ms: f64,
+    max_ms: f64,
+    /// Every run, sorted.
+    times_ms: Vec<f64>,
 }
 
 fn free_port() -> anyhow::Result<u16> {
@@ -95,12 +114,23 @@ pub async fn run(args: StartupArgs) -> anyhow::Result<()> {
     } else {
         format!("durable, {} objects in the data dir", args.objects)
     };
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let result = StartupResult {
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        store: if args.ephemeral { "ephemeral" } else { "durable" },
+        objects: args.objects,
+        runs: times.len(),
+        median_ms: ms(at(0.5)),
+        p90_ms: ms(at(0.9)),
+        max_ms: ms(*times.last().expect("at least one run")),
+        times_ms: times.iter().copied().map(ms).collect(),
+    };
     println!(
         "startup to a ready /readyz ({store}): median {:.1} ms, p90 {:.1} ms, max {:.1} ms over {} runs",
-        at(0.5).as_secs_f64() * 1e3,
-        at(0.9).as_secs_f64() * 1e3,
-        times.last().expect("at least one run").as_secs_f64() * 1e3,
-        times.len()
+        result.median_ms, result.p90_ms, result.max_ms, result.runs
     );
+    if let Some(path) = &args.output {
+        super::report::write_json(path, &result)?;
+    }
     Ok(())
 }

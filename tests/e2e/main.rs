@@ -3,6 +3,7 @@
 mod support;
 
 mod api_errors;
+mod auth;
 mod gates;
 mod gc;
 mod informer_cli;

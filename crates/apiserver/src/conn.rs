@@ -99,6 +99,9 @@ pub async fn serve<S>(
             let Some(io) = set_up(setup_timeout, setup).await else {
                 return;
             };
+            // Client certificates are known once the handshake is done: each request of the
+            // connection carries them to the authenticator.
+            let service = crate::authn::with_peer_certificates(&io.io, service);
             serve_io(io, &builder, service, watcher).await;
         }
     }

@@ -6,10 +6,12 @@
 //! * `write.rs`, `strategy.rs`, `scale.rs`, `delete_options.rs`: the write verbs and what the
 //!   server owns;
 //! * `controllers.rs`: finalizers, graceful deletion, namespace cleanup, the compactor;
-//! * `body.rs` / `body_in.rs` / `response.rs`: HTTP plumbing;
 //! * `listener.rs`, `conn.rs`, `limits.rs`: the listening socket, connection limits (header
-//!   size and timeout) and the max-in-flight filter.
+//!   size and timeout) and the max-in-flight filter;
+//! * `authn/`: who is asking (token file, client certificates, anonymous);
+//! * `body.rs` / `body_in.rs` / `response.rs`: HTTP plumbing.
 
+pub mod authn;
 pub mod body;
 mod body_in;
 mod conn;

@@ -55,6 +55,8 @@ pub struct ServerConfig {
     /// keep-alive connection waits for its next request): Go's `ReadHeaderTimeout`, 32 s in
     /// kube-apiserver. `None` waits forever.
     pub read_header_timeout: Option<Duration>,
+    /// Who may ask (`--token-auth-file`, `--client-ca-file`, `--anonymous-auth`).
+    pub authentication: crate::authn::Authentication,
 }
 
 impl Default for ServerConfig {
@@ -73,6 +75,7 @@ impl Default for ServerConfig {
             max_requests_inflight: 400,
             max_mutating_requests_inflight: 200,
             read_header_timeout: Some(Duration::from_secs(32)),
+            authentication: Default::default(),
         }
     }
 }
@@ -277,6 +280,9 @@ fn cache_enabled(config: &ServerConfig, resource: &Resource) -> bool {
 pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Result<HttpResponse, Infallible> {
     let started = Instant::now();
     let (mut parts, body) = req.into_parts();
+    if let Err(unauthorized) = crate::authn::authenticate(&state.config.authentication, &mut parts) {
+        return Ok(*unauthorized);
+    }
     let upgrade = crate::websocket::is_websocket_request(&parts.headers)
         .then(|| parts.extensions.remove::<hyper::upgrade::OnUpgrade>())
         .flatten();
