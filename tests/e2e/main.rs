@@ -3,6 +3,7 @@
 mod support;
 
 mod api_errors;
+mod bad_input;
 mod gates;
 mod gc;
 mod informer_cli;
