@@ -88,7 +88,7 @@ impl Request {
             }
             None => {
                 let target = if self.target.len() > 120 {
-                    format!("{}...", &self.target[..self.target.floor_char_boundary(120)])
+                    format!("{}...", cut(&self.target, 120))
                 } else {
                     self.target.clone()
                 };
@@ -353,7 +353,16 @@ impl Expect {
 
 /// A message for the report: long ones cut.
 fn quote(text: &str) -> String {
-    if text.len() > 400 { format!("{:?}...", &text[..text.floor_char_boundary(400)]) } else { format!("{text:?}") }
+    if text.len() > 400 { format!("{:?}...", cut(text, 400)) } else { format!("{text:?}") }
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 pub fn preview(body: &[u8]) -> String {
