@@ -266,7 +266,7 @@ impl Expect {
         if let Some(reason) = &self.reason {
             match &body {
                 Some(status) if status["kind"] == "Status" => {
-                    self.check_status(status, reason, &mut problems);
+                    self.check_status(status, got.code, reason, &mut problems);
                 }
                 _ => problems.push(format!("not a Status: {}", preview(&got.body))),
             }
@@ -312,13 +312,14 @@ impl Expect {
         problems
     }
 
-    fn check_status(&self, status: &Value, reason: &str, problems: &mut Vec<String>) {
+    fn check_status(&self, status: &Value, http_code: u16, reason: &str, problems: &mut Vec<String>) {
         let same = |key: &str, want: Value| {
             if status[key] != want { Some(format!("{key} {} (want {want})", status[key])) } else { None }
         };
         problems.extend(same("apiVersion", "v1".into()));
         problems.extend(same("status", "Failure".into()));
-        problems.extend(same("code", self.code.into()));
+        // The Status carries the code the response has (the HTTP code is compared above).
+        problems.extend(same("code", http_code.into()));
         problems.extend(same("reason", reason.into()));
         let message = status["message"].as_str().unwrap_or("");
         match &self.message {
