@@ -4,6 +4,7 @@ mod support;
 
 mod api_errors;
 mod auth;
+mod bad_input;
 mod gates;
 mod gc;
 mod informer_cli;
