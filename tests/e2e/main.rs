@@ -5,6 +5,7 @@ mod support;
 mod api_errors;
 mod gates;
 mod gc;
+mod http_edges;
 mod informer_cli;
 mod kubectl;
 mod listing;

@@ -17,6 +17,7 @@ mod list;
 mod metrics;
 mod openapi;
 pub mod options;
+mod panics;
 pub mod request;
 mod resource;
 mod response;

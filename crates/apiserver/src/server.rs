@@ -21,7 +21,7 @@ use crate::options::RequestedVersion;
 use crate::request::{self, Query, ResourceRequest, Verb};
 use crate::resource::ResourceStore;
 use crate::response::{self, HttpResponse};
-use crate::{body_in, discovery, list, metrics, write};
+use crate::{body_in, discovery, list, metrics, panics, write};
 
 /// Settings of the API server.
 #[derive(Clone, Debug)]
@@ -261,21 +261,17 @@ fn cache_enabled(config: &ServerConfig, resource: &Resource) -> bool {
     config.watch_cache && resource.watch_cache
 }
 
-/// hyper's entry point.
+/// hyper's entry point. A panic anywhere in routing or a handler is caught here and answered
+/// 500 (see `crate::panics`), so the connection and its other streams live on.
 pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Result<HttpResponse, Infallible> {
     let started = Instant::now();
-    let (mut parts, body) = req.into_parts();
-    let upgrade = crate::websocket::is_websocket_request(&parts.headers)
-        .then(|| parts.extensions.remove::<hyper::upgrade::OnUpgrade>())
-        .flatten();
-    let path = parts.uri.path().to_string();
-    let query = Query::parse(parts.uri.query());
-    let resource_request = request::parse(&parts.method, &path, &query);
-    let resource =
-        resource_request.as_ref().and_then(|r| state.store(&r.group, &r.version, &r.resource)).map(|s| s.resource);
-    let result = route(&state, &parts, body, &path, &query, resource_request.as_ref(), upgrade).await;
-    let response = result.unwrap_or_else(|e| response::error(&e));
-    if let Some(r) = &resource_request {
+    let what = format!("{} {}", req.method(), req.uri());
+    let mut counted = None;
+    let response = match panics::guard(panics::Stage::Handler, &what, respond(&state, req, &mut counted)).await {
+        Ok(response) => response,
+        Err(()) => response::error(&panics::error()),
+    };
+    if let Some((r, resource)) = counted {
         metrics::request(
             r.verb.metric_name(),
             resource,
@@ -287,6 +283,27 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Result<Http
         );
     }
     Ok(response)
+}
+
+/// The response to one request; sets `counted` to what the request metrics are labelled
+/// with, for API requests.
+async fn respond(
+    state: &Arc<ApiState>,
+    req: Request<Incoming>,
+    counted: &mut Option<(ResourceRequest, Option<&'static Resource>)>,
+) -> HttpResponse {
+    let (mut parts, body) = req.into_parts();
+    let upgrade = crate::websocket::is_websocket_request(&parts.headers)
+        .then(|| parts.extensions.remove::<hyper::upgrade::OnUpgrade>())
+        .flatten();
+    let path = parts.uri.path().to_string();
+    let query = Query::parse(parts.uri.query());
+    let resource_request = request::parse(&parts.method, &path, &query);
+    let resource =
+        resource_request.as_ref().and_then(|r| state.store(&r.group, &r.version, &r.resource)).map(|s| s.resource);
+    let result = route(state, &parts, body, &path, &query, resource_request.as_ref(), upgrade).await;
+    *counted = resource_request.map(|r| (r, resource));
+    result.unwrap_or_else(|e| response::error(&e))
 }
 
 async fn route(
@@ -407,11 +424,11 @@ async fn route(
             Some(on_upgrade) => {
                 let handshake = crate::websocket::check_handshake(&parts.method, &parts.headers)?;
                 let watch = crate::watch::prepare(state, store, req, query, &parts.headers).await?;
-                Ok(crate::websocket::respond(state, watch, handshake, on_upgrade))
+                Ok(crate::websocket::respond(state, watch, handshake, on_upgrade, parts.uri.to_string()))
             }
             None => {
                 let watch = crate::watch::prepare(state, store, req, query, &parts.headers).await?;
-                Ok(crate::watch::chunked_response(state, watch))
+                Ok(crate::watch::chunked_response(state, watch, parts.uri.to_string()))
             }
         },
         Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {

@@ -197,9 +197,10 @@ async fn uncached(
 }
 
 /// The chunked-HTTP response of a prepared watch.
-pub fn chunked_response(state: &ApiState, watch: PreparedWatch) -> HttpResponse {
+pub fn chunked_response(state: &ApiState, watch: PreparedWatch, what: String) -> HttpResponse {
     let content_type = watch.media.stream_content_type();
-    let stream = event_stream(state, watch);
+    // A panic while producing a batch ends this watch only (the client re-watches).
+    let stream = crate::panics::guard_stream(event_stream(state, watch), what);
     response::with_body(200, content_type, Body::stream(stream))
 }
 

@@ -87,7 +87,13 @@ fn forbidden_null_origin() -> ApiError {
 }
 
 /// Answers 101 and serves the watch on the upgraded connection.
-pub fn respond(state: &ApiState, watch: PreparedWatch, handshake: Handshake, on_upgrade: OnUpgrade) -> HttpResponse {
+pub fn respond(
+    state: &ApiState,
+    watch: PreparedWatch,
+    handshake: Handshake,
+    on_upgrade: OnUpgrade,
+    what: String,
+) -> HttpResponse {
     let mut shutdown = state.shutdown.clone();
     tokio::spawn(async move {
         let upgraded = match on_upgrade.await {
@@ -98,8 +104,10 @@ pub fn respond(state: &ApiState, watch: PreparedWatch, handshake: Handshake, on_
             }
         };
         let socket = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        // A panic ends this watch (the socket drops) and nothing else.
+        let served = crate::panics::guard(crate::panics::Stage::WebSocket, &what, serve(socket, watch));
         tokio::select! {
-            _ = serve(socket, watch) => {}
+            _ = served => {}
             _ = shutdown.wait_for(|down| *down) => {}
         }
     });
