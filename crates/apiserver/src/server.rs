@@ -413,7 +413,9 @@ async fn route(
         Verb::List => {
             let media = negotiate(true)?;
             let options = crate::options::parse(query, resource, false, None)?;
-            let listed = list::list(store, req.namespace.as_deref(), &options).await?;
+            let listed = list::list(store, req.namespace.as_deref(), &options)
+                .await
+                .map_err(|e| crate::options::with_client_version(e, options.client_resource_version))?;
             let encoder = Encoder::new(resource, media);
             let pieces = encoder
                 .list(&listed.items, listed.resource_version, listed.continue_token.as_deref(), listed.remaining)
@@ -473,26 +475,27 @@ async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let name = req.name.as_deref().expect("GET has a name");
     let namespace = store.scope(req.namespace.as_deref());
-    let rv = match query.get("resourceVersion").unwrap_or("") {
-        "" => RequestedVersion::Unset,
-        "0" => RequestedVersion::Any,
-        text => RequestedVersion::At(text.parse().map_err(|_| {
-            ApiError::bad_request(format!("invalid resource version: resourceVersion: Invalid value: \"{text}\": strconv.ParseUint: parsing \"{text}\": invalid syntax"))
-        })?),
-    };
-    let object = match (rv, &store.cache) {
-        (RequestedVersion::Unset, _) => store.read(namespace, name).await?,
-        (RequestedVersion::Any, Some(cache)) => cache.get(namespace, name, 0).await.map_err(|e| e.to_api_error())?,
-        (RequestedVersion::At(n), Some(cache)) => cache.get(namespace, name, n).await.map_err(|e| e.to_api_error())?,
-        (RequestedVersion::Any, None) => store.read(namespace, name).await?,
-        (RequestedVersion::At(n), None) => {
-            let current = store.current_revision().await?;
-            if current < n {
-                return Err(ApiError::too_large_resource_version(n, current, 0));
+    let (rv, client_version) = crate::options::parse_resource_version(query.get("resourceVersion").unwrap_or(""))?;
+    let read = async {
+        Ok(match (rv, &store.cache) {
+            (RequestedVersion::Unset, _) => store.read(namespace, name).await?,
+            (RequestedVersion::Any, Some(cache)) => {
+                cache.get(namespace, name, 0).await.map_err(|e| e.to_api_error())?
             }
-            store.read(namespace, name).await?
-        }
+            (RequestedVersion::At(n), Some(cache)) => {
+                cache.get(namespace, name, n).await.map_err(|e| e.to_api_error())?
+            }
+            (RequestedVersion::Any, None) => store.read(namespace, name).await?,
+            (RequestedVersion::At(n), None) => {
+                let current = store.current_revision().await?;
+                if current < n {
+                    return Err(ApiError::too_large_resource_version(n, current, 0));
+                }
+                store.read(namespace, name).await?
+            }
+        })
     };
+    let object = read.await.map_err(|e| crate::options::with_client_version(e, client_version))?;
     let object = object.ok_or_else(|| ApiError::not_found(&store.resource.group_resource(), name))?;
     let encoder = Encoder::new(store.resource, media);
     Ok(response::with_body(200, encoder.content_type(), Body::full(encoder.object(&object))))

@@ -140,9 +140,14 @@ where
     let mut pieces = Vec::new();
     loop {
         events.clear();
+        // A deadline already passed (a negative timeoutSeconds) ends the watch before any event.
+        if std::time::Instant::now() >= watch.deadline {
+            break;
+        }
         tokio::select! {
-            more = watch.source.next_batch(&mut events) => if !more { break },
+            biased;
             _ = tokio::time::sleep_until(watch.deadline.into()) => break,
+            more = watch.next_batch(&mut events) => if !more { break },
             // Anything from the client is ignored, but its close ends the watch now, after the
             // Close reply (RFC 6455 §5.5.1) that tungstenite queued is sent.
             message = incoming.next() => match message {
