@@ -15,6 +15,10 @@ on_both_backends!(
     panics_answer_500_and_end_only_their_stream,
     watch_timeouts_saturate_or_end_at_once,
     resource_versions_are_unsigned_64_bit,
+    paths_decode_and_names_are_path_segments,
+    methods_a_path_does_not_take_are_405,
+    framing_go_refuses,
+    websocket_origins_must_be_urls,
 );
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
@@ -223,4 +227,186 @@ async fn resource_versions_are_unsigned_64_bit(backend: Backend) {
     status["details"]["retryAfterSeconds"] = json!(1);
     assert_too_large(&(status["code"].as_u64().unwrap() as u16, status), max, Some(1));
     assert_eq!(listed.next(Duration::from_secs(5)).await, None, "the stream ends after the ERROR");
+}
+
+/// `method path` on a connection of its own, with a Host header.
+async fn raw(server: &Server, method: &str, path: &str, extra_headers: &str) -> String {
+    let host = server.url.trim_start_matches("http://").to_string();
+    let request = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\n{extra_headers}Connection: close\r\n\r\n");
+    exchange(&mut connect(server).await, request.as_bytes()).await
+}
+
+/// The status code and Status body of a raw response.
+fn raw_status(response: &str) -> (u16, Value) {
+    let code = response.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (code, serde_json::from_str(body_of(response)).unwrap_or(Value::Null))
+}
+
+async fn paths_decode_and_names_are_path_segments(backend: Backend) {
+    let server = Server::start("edges-paths", backend, &[]).await;
+    assert_eq!(server.post_json(CMS, &json!({"metadata": {"name": "cm0"}})).await.0, 201);
+    // Escapes are decoded, as Go decodes the path: %30 is "0", and %2F splits segments.
+    let (code, object) = server.get(&format!("{CMS}/cm%30")).await;
+    assert_eq!((code, object["metadata"]["name"].as_str()), (200, Some("cm0")));
+    let (code, object) = server.get("/api/v1/namespaces%2Fdefault%2Fconfigmaps%2Fcm0").await;
+    assert_eq!((code, object["metadata"]["name"].as_str()), (200, Some("cm0")));
+    let not_found = "the server could not find the requested resource";
+    assert_status(&server.get(&format!("{CMS}/cm0%2Fnope")).await, 404, "NotFound", not_found);
+    // `.` and `..` (sent raw: URL libraries fold them away), and `%`, are no names.
+    for (name, why) in [("..", "may not be '..'"), (".", "may not be '.'")] {
+        for method in ["GET", "DELETE"] {
+            let answer = raw_status(&raw(&server, method, &format!("{CMS}/{name}"), "").await);
+            assert_status(&answer, 400, "BadRequest", &format!("Name parameter invalid: \"{name}\": {why}"));
+        }
+    }
+    let answer = raw_status(&raw(&server, "GET", &format!("{CMS}/../status"), "").await);
+    assert_eq!(answer.0, 404, "configmaps have no status: {}", answer.1);
+    assert_status(
+        &server.get(&format!("{CMS}/a%25b")).await,
+        400,
+        "BadRequest",
+        "Name parameter invalid: \"a%b\": may not contain '%'",
+    );
+    // A malformed escape: Go's plain 400, before any handler.
+    let refused = raw(&server, "GET", &format!("{CMS}/%zz"), "").await;
+    assert!(refused.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{refused}");
+    assert!(refused.to_ascii_lowercase().contains("content-type: text/plain; charset=utf-8"), "{refused}");
+    assert_eq!(body_of(&refused), "400 Bad Request");
+}
+
+async fn methods_a_path_does_not_take_are_405(backend: Backend) {
+    let server = Server::start("edges-methods", backend, &[]).await;
+    assert_eq!(server.post_json(CMS, &json!({"metadata": {"name": "m"}})).await.0, 201);
+    // go-restful's 405, as kube-apiserver's service error handler renders it (no Allow header).
+    let not_allowed = "the server does not allow this method on the requested resource";
+    let cases = [
+        ("DELETE", "/api/v1".to_string()),
+        ("DELETE", "/version".to_string()),
+        ("POST", "/api".to_string()),
+        ("PUT", "/apis/apps/v1".to_string()),
+        ("FROB", "/api/v1/pods".to_string()),
+        ("TRACE", CMS.to_string()),
+        ("OPTIONS", format!("{CMS}/m")),
+        ("HEAD", CMS.to_string()),
+        ("PUT", CMS.to_string()),
+        ("POST", format!("{CMS}/m")),
+        ("DELETE", "/api/v1/configmaps".to_string()),
+        ("POST", "/api/v1/configmaps".to_string()),
+        ("DELETE", "/api/v1/watch/namespaces/default/configmaps".to_string()),
+        ("DELETE", "/apis/apps/v1/namespaces/default/deployments/d/status".to_string()),
+    ];
+    for (method, path) in &cases {
+        let answer = raw(&server, method, path, "").await;
+        assert!(answer.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"), "{method} {path}: {answer}");
+        assert!(!answer.to_ascii_lowercase().contains("\r\nallow:"), "{method} {path}: {answer}");
+        if *method != "HEAD" {
+            let status = raw_status(&answer);
+            assert_status(&status, 405, "MethodNotAllowed", not_allowed);
+            assert_eq!(status.1["details"], json!({}), "{method} {path}");
+        }
+    }
+    // Nothing was deleted by the all-namespaces DELETE.
+    assert_eq!(server.get(&format!("{CMS}/m")).await.0, 200);
+    // A path with no route stays 404, whatever the method.
+    for (method, path) in [("FROB", "/api/v1/widgets"), ("OPTIONS", "/api/v2"), ("DELETE", "/nope")] {
+        let status = raw_status(&raw(&server, method, path, "").await);
+        assert_status(&status, 404, "NotFound", "the server could not find the requested resource");
+    }
+    // The paths outside go-restful answer any method (as kube's health checks and the
+    // aggregator's /apis do).
+    for (method, path) in [("DELETE", "/healthz"), ("POST", "/apis"), ("HEAD", "/livez")] {
+        let answer = raw(&server, method, path, "").await;
+        assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{method} {path}: {answer}");
+    }
+}
+
+async fn framing_go_refuses(backend: Backend) {
+    let server = Server::start("edges-framing", backend, &[]).await;
+    let host = server.url.trim_start_matches("http://").to_string();
+    // Go's own answers, status line and body, then the connection closes.
+    let refused = |request: String, status_line: &'static str, body: &'static str| {
+        let server = &server;
+        async move {
+            let mut conn = connect(server).await;
+            let answer = exchange(&mut conn, request.as_bytes()).await;
+            assert!(answer.starts_with(&format!("HTTP/1.1 {status_line}\r\n")), "{request:?}: {answer}");
+            let head = answer.to_ascii_lowercase();
+            assert!(head.contains("\r\ncontent-type: text/plain; charset=utf-8\r\n"), "{answer}");
+            assert!(head.contains("\r\nconnection: close\r\n"), "{answer}");
+            assert_eq!(body_of(&answer), body, "{request:?}");
+            let mut rest = [0u8; 16];
+            let closed = tokio::time::timeout(Duration::from_secs(5), conn.read(&mut rest)).await;
+            assert!(matches!(closed, Ok(Ok(0))), "the connection closes after {request:?}");
+        }
+    };
+    refused(
+        "GET /version HTTP/1.1\r\n\r\n".into(),
+        "400 Bad Request: missing required Host header",
+        "400 Bad Request: missing required Host header",
+    )
+    .await;
+    refused(
+        format!("GET /version HTTP/1.1\r\nHost: {host}\r\nHost: other\r\n\r\n"),
+        "400 Bad Request: too many Host headers",
+        "400 Bad Request: too many Host headers",
+    )
+    .await;
+    refused(
+        "GET /version HTTP/1.1\r\nHost: a b\r\n\r\n".into(),
+        "400 Bad Request: malformed Host header",
+        "400 Bad Request: malformed Host header",
+    )
+    .await;
+    let chunked_body = "Content-Type: application/json\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
+    refused(
+        format!("POST {CMS} HTTP/1.1\r\nHost: {host}\r\nTransfer-Encoding: gzip, chunked\r\n{chunked_body}"),
+        "501 Not Implemented",
+        "Unsupported transfer encoding",
+    )
+    .await;
+    refused(
+        format!("POST {CMS} HTTP/1.1\r\nHost: {host}\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n{chunked_body}"),
+        "501 Not Implemented",
+        "Unsupported transfer encoding",
+    )
+    .await;
+    // HTTP/1.0 needs no Host; one chunked coding is fine.
+    let answer = exchange(&mut connect(&server).await, b"GET /version HTTP/1.0\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.0 200 OK\r\n"), "{answer}");
+    let object = r#"{"metadata":{"name":"te"}}"#;
+    let created = format!(
+        "POST {CMS} HTTP/1.1\r\nHost: {host}\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n{:x}\r\n{object}\r\n0\r\n\r\n",
+        object.len()
+    );
+    let answer = exchange(&mut connect(&server).await, created.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 201 Created\r\n"), "{answer}");
+}
+
+async fn websocket_origins_must_be_urls(backend: Backend) {
+    use tokio_tungstenite::tungstenite::Error as WsError;
+    let server = Server::start("edges-origin", backend, &[]).await;
+    let path = format!("{CMS}?watch=1&resourceVersion=0&timeoutSeconds=5");
+    // x/net/websocket's checkOrigin: an Origin Go cannot parse as a URL is refused with a bare
+    // 403, like a missing one.
+    for origin in [Some("not a url"), Some("null"), Some("http://a b"), None] {
+        let mut request = ws_request(&server, &path);
+        match origin {
+            Some(origin) => request.headers_mut().insert("Origin", origin.parse().unwrap()),
+            None => request.headers_mut().remove("Origin"),
+        };
+        match tokio_tungstenite::connect_async(request).await {
+            Err(WsError::Http(response)) => {
+                assert_eq!(response.status(), 403, "{origin:?}");
+                assert!(response.body().as_ref().is_none_or(|b| b.is_empty()), "{origin:?}: {:?}", response.body());
+            }
+            Err(e) => panic!("{origin:?}: expected a 403, got {e}"),
+            Ok(_) => panic!("{origin:?}: expected a 403, got a connection"),
+        }
+    }
+    // A URL, or an absolute path, is an origin.
+    for origin in ["http://localhost:8080", "/from/a/path"] {
+        let mut request = ws_request(&server, &path);
+        request.headers_mut().insert("Origin", origin.parse().unwrap());
+        assert!(tokio_tungstenite::connect_async(request).await.is_ok(), "{origin}");
+    }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::Request;
+use http::{Method, Request};
 use hyper::body::Incoming;
 use listwatch_encoding::{Encoder, negotiate};
 use listwatch_meta::{ApiError, Object, Registry, Resource};
@@ -293,10 +293,16 @@ async fn respond(
     counted: &mut Option<(ResourceRequest, Option<&'static Resource>)>,
 ) -> HttpResponse {
     let (mut parts, body) = req.into_parts();
+    // What Go's net/http refuses before kube-apiserver's handlers see the request.
+    if let Err(refusal) = request::check_framing(parts.version, &parts.headers) {
+        return response::refused(&refusal);
+    }
+    let Some(path) = request::decode_path(parts.uri.path()) else {
+        return response::refused(&request::Refusal::MALFORMED_URL);
+    };
     let upgrade = crate::websocket::is_websocket_request(&parts.headers)
         .then(|| parts.extensions.remove::<hyper::upgrade::OnUpgrade>())
         .flatten();
-    let path = parts.uri.path().to_string();
     let query = Query::parse(parts.uri.query());
     let resource_request = request::parse(&parts.method, &path, &query);
     let resource =
@@ -319,6 +325,12 @@ async fn route(
     let text = |s: &'static str| {
         Ok(response::with_body(200, "text/plain; charset=utf-8", Body::full(Bytes::from_static(s.as_bytes()))))
     };
+    // go-restful's web services (/version, /api, /api/v1, /apis/<group>/<version> and the
+    // resources under them) route GET only where they serve GET; the other paths (health,
+    // metrics, OpenAPI, and the aggregator's /apis and /apis/<group>) answer any method.
+    let is_get = parts.method == Method::GET;
+    let get_only =
+        |answer: Result<HttpResponse, ApiError>| if is_get { answer } else { Err(ApiError::method_not_allowed()) };
     match path {
         "/healthz" | "/livez" => return text("ok"),
         "/readyz" => {
@@ -332,11 +344,11 @@ async fn route(
                 ))
             };
         }
-        "/version" => return json(discovery::version()),
+        "/version" | "/version/" => return get_only(json(discovery::version())),
         "/metrics" => {
             return Ok(response::with_body(200, prometheus::TEXT_FORMAT, Body::full(metrics::render(state).await)));
         }
-        "/api" | "/api/" => return json(discovery::api_versions(&state.config.advertise_address)),
+        "/api" | "/api/" => return get_only(json(discovery::api_versions(&state.config.advertise_address))),
         "/apis" | "/apis/" => return json(discovery::api_group_list()),
         _ => {}
     }
@@ -356,46 +368,28 @@ async fn route(
         // Group and group-version discovery.
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
         return match segments.as_slice() {
-            ["api", version] => {
-                discovery::api_resource_list("", version).map_or_else(|| Err(ApiError::not_found_path()), json)
-            }
+            ["api", version] => discovery::api_resource_list("", version)
+                .map_or_else(|| Err(ApiError::not_found_path()), |v| get_only(json(v))),
             ["apis", group] => discovery::api_group(group).map_or_else(|| Err(ApiError::not_found_path()), json),
-            ["apis", group, version] => {
-                discovery::api_resource_list(group, version).map_or_else(|| Err(ApiError::not_found_path()), json)
-            }
-            _ => Err(ApiError::not_found_path()),
+            ["apis", group, version] => discovery::api_resource_list(group, version)
+                .map_or_else(|| Err(ApiError::not_found_path()), |v| get_only(json(v))),
+            // A resource path, with a method that is no REST verb (HEAD, OPTIONS, TRACE, ...):
+            // 405 where the path has a route, as for any method the path does not take.
+            _ => match request::parse(&Method::GET, path, query).map(|r| resolve(state, &r)) {
+                Some(Ok(_)) => Err(ApiError::method_not_allowed()),
+                Some(Err(e)) => Err(e),
+                None => Err(ApiError::not_found_path()),
+            },
         };
     };
-    let Some(store) = state.store(&req.group, &req.version, &req.resource) else {
-        return Err(ApiError::not_found_path());
-    };
+    let store = resolve(state, req)?;
     let resource = store.resource;
-    // A namespace segment on a cluster-scoped kind, or a named request without one on a
-    // namespaced kind, is no route.
-    if (!resource.namespaced && req.namespace.is_some() && resource.plural != "namespaces")
-        || (resource.namespaced && req.namespace.is_none() && (req.name.is_some() || req.verb == Verb::Create))
+    // The registry turns the name into a storage key only if it is a valid path segment (a
+    // legacy watch of one name watches the collection instead).
+    if let Some(name) = &req.name
+        && !req.legacy_watch
     {
-        return if req.verb == Verb::Create {
-            Err(ApiError::method_not_supported(&resource.group_resource(), "create"))
-        } else {
-            Err(ApiError::not_found_path())
-        };
-    }
-    if let Some(sub) = &req.subresource
-        && !resource.subresources.iter().any(|s| s.name() == sub)
-    {
-        return Err(ApiError::not_found_path());
-    }
-    // Verbs the kind lacks, and methods on paths that do not take them (PUT or PATCH of a
-    // collection, POST to an object), are 405 as go-restful answers them.
-    let wrong_path = match req.verb {
-        Verb::Update | Verb::Patch => req.name.is_none(),
-        Verb::Create => req.name.is_some(),
-        Verb::Delete | Verb::DeleteCollection => req.subresource.is_some(),
-        _ => false,
-    };
-    if !resource.has_verb(req.verb.as_str()) || wrong_path {
-        return Err(ApiError::method_not_supported(&resource.group_resource(), req.verb.as_str()));
+        request::check_path_name(name)?;
     }
     let accept = parts.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok());
     let negotiate = |list: bool| -> Result<listwatch_encoding::MediaType, ApiError> {
@@ -424,7 +418,10 @@ async fn route(
         }
         Verb::Watch => match upgrade {
             Some(on_upgrade) => {
-                let handshake = crate::websocket::check_handshake(&parts.method, &parts.headers)?;
+                let handshake = match crate::websocket::check_handshake(&parts.method, &parts.headers) {
+                    Ok(handshake) => handshake,
+                    Err(refusal) => return Ok(refusal),
+                };
                 let watch = crate::watch::prepare(state, store, req, query, &parts.headers).await?;
                 Ok(crate::websocket::respond(state, watch, handshake, on_upgrade, parts.uri.to_string()))
             }
@@ -445,6 +442,49 @@ async fn route(
             }
         }
     }
+}
+
+/// The store a resource request routes to, with go-restful's answers when it routes nowhere:
+/// 404 for a path with no route, 405 (its generic Status) for a method the path does not take
+/// (PUT or PATCH of a collection, POST to an object, DELETE of a subresource, a write to the
+/// all-namespaces list of a namespaced kind, a verb the kind lacks).
+fn resolve<'a>(state: &'a ApiState, req: &ResourceRequest) -> Result<&'a Arc<ResourceStore>, ApiError> {
+    let Some(store) = state.store(&req.group, &req.version, &req.resource) else {
+        return Err(ApiError::not_found_path());
+    };
+    let resource = store.resource;
+    // A namespace segment on a cluster-scoped kind, or an object of a namespaced kind without
+    // one, is no route; a namespaced kind's all-namespaces list takes GET only.
+    if (!resource.namespaced && req.namespace.is_some() && resource.plural != "namespaces")
+        || (resource.namespaced && req.namespace.is_none() && req.name.is_some())
+    {
+        return Err(ApiError::not_found_path());
+    }
+    if let Some(sub) = &req.subresource
+        && !resource.subresources.iter().any(|s| s.name() == sub)
+    {
+        return Err(ApiError::not_found_path());
+    }
+    let all_namespaces = resource.namespaced && req.namespace.is_none();
+    let wrong_path = match req.verb {
+        Verb::Update | Verb::Patch => req.name.is_none(),
+        Verb::Create | Verb::DeleteCollection => req.name.is_some() || all_namespaces,
+        Verb::Delete => req.subresource.is_some(),
+        Verb::Get | Verb::List | Verb::Watch => false,
+    };
+    if wrong_path {
+        return Err(ApiError::method_not_allowed());
+    }
+    if !resource.has_verb(req.verb.as_str()) {
+        // A watch goes through the list route, whose handler refuses it by name (kube's
+        // `NewMethodNotSupported`); the other verbs have no route.
+        return Err(if req.verb == Verb::Watch {
+            ApiError::method_not_supported(&resource.group_resource(), "watch")
+        } else {
+            ApiError::method_not_allowed()
+        });
+    }
+    Ok(store)
 }
 
 /// Applies `includeObject` (what Table rows carry: None, Metadata by default, or Object) to a
