@@ -19,6 +19,7 @@ on_both_backends!(
     methods_a_path_does_not_take_are_405,
     framing_go_refuses,
     websocket_origins_must_be_urls,
+    json_nests_as_deep_as_kubes_decoder,
 );
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
@@ -409,4 +410,67 @@ async fn websocket_origins_must_be_urls(backend: Backend) {
         request.headers_mut().insert("Origin", origin.parse().unwrap());
         assert!(tokio_tungstenite::connect_async(request).await.is_ok(), "{origin}");
     }
+}
+
+/// `{"a":{"a":...1...}}`, `depth` objects deep.
+fn nested(depth: usize) -> String {
+    format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth))
+}
+
+async fn json_nests_as_deep_as_kubes_decoder(backend: Backend) {
+    let server = Server::start("edges-json-depth", backend, &[]).await;
+    // 10,000 levels decode (serde_json alone stops at 128): the deep field is unknown to a
+    // ConfigMap, so it is dropped with a warning, and the object is created.
+    let body = format!(r#"{{"metadata":{{"name":"deep"}},"data":{{"k":"v"}},"extra":{}}}"#, nested(9_998));
+    let r =
+        server.http.post(server.api(CMS)).header("Content-Type", "application/json").body(body).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    let warning = r.headers().get("warning").map(|w| w.to_str().unwrap().to_string());
+    assert_eq!(warning.as_deref(), Some(r#"299 - "unknown field \"extra\"""#));
+    let (code, object) = server.get(&format!("{CMS}/deep")).await;
+    assert_eq!((code, object["data"]["k"].as_str()), (200, Some("v")));
+    // One level more is Go's scanner error, in kube's message.
+    let body = format!(r#"{{"metadata":{{"name":"deeper"}},"extra":{}}}"#, nested(10_000));
+    let answer = server.send("POST", CMS, "application/json", body).await;
+    assert_status(
+        &answer,
+        400,
+        "BadRequest",
+        "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: invalid character '{' exceeded max depth ({\"metadata\":{\"name\":\"deeper\"}, ...)",
+    );
+    assert_eq!(server.get(&format!("{CMS}/deeper")).await.0, 404);
+    // Embedded JSON (managedFields' fieldsV1) is kept, so it must stay readable once stored:
+    // up to the 127 levels the whole object may nest, and 400 past that, nothing written.
+    let managed = |name: &str, depth: usize| {
+        format!(
+            r#"{{"metadata":{{"name":"{name}","managedFields":[{{"manager":"m","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{}}}]}}}}"#,
+            nested(depth)
+        )
+    };
+    assert_eq!(server.send("POST", CMS, "application/json", managed("fields-ok", 123)).await.0, 201);
+    let (code, object) = server.get(&format!("{CMS}/fields-ok")).await;
+    assert_eq!((code, object["metadata"]["name"].as_str()), (200, Some("fields-ok")));
+    let refused = server.send("POST", CMS, "application/json", managed("fields-deep", 2_000)).await;
+    assert_status(
+        &refused,
+        400,
+        "BadRequest",
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: metadata.managedFields[0].fieldsV1: embedded JSON nests deeper than the 127 levels an object may have",
+    );
+    assert_eq!(server.get(&format!("{CMS}/fields-deep")).await.0, 404);
+    // (Listed as a Table: the list itself nests two levels deeper than its items, past what
+    // serde_json reads by default.)
+    let table = server
+        .http
+        .get(server.api(&format!("{CMS}?includeObject=None")))
+        .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    let names: Vec<&str> = table["rows"].as_array().unwrap().iter().filter_map(|r| r["cells"][0].as_str()).collect();
+    assert_eq!(names, ["deep", "fields-ok"]);
+    assert_eq!(metric(&server, "listwatch_request_panics_total", "").await, 0.0);
 }

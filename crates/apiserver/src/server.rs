@@ -65,6 +65,12 @@ impl Default for ServerConfig {
     }
 }
 
+/// The stack a runtime thread serving requests needs: bodies nest up to 10,000 levels (as
+/// kube's decoder allows, see `body_in::from_json`), and dropping, cloning or encoding such a
+/// value recurses once per level, past tokio's default 2 MiB. Only the pages a deep request
+/// touches are used.
+pub const REQUEST_THREAD_STACK_BYTES: usize = 16 << 20;
+
 /// Namespaces kube-apiserver creates at startup.
 const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
