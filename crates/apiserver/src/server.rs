@@ -426,7 +426,7 @@ async fn route(
             Some(on_upgrade) => {
                 let handshake = match crate::websocket::check_handshake(&parts.method, &parts.headers) {
                     Ok(handshake) => handshake,
-                    Err(refusal) => return Ok(refusal),
+                    Err(refusal) => return Ok(*refusal),
                 };
                 let watch = crate::watch::prepare(state, store, req, query, &parts.headers).await?;
                 Ok(crate::websocket::respond(state, watch, handshake, on_upgrade, parts.uri.to_string()))

@@ -51,9 +51,9 @@ pub struct Handshake {
 }
 
 /// Checks the handshake headers (before the watch is prepared, so a bad handshake never
-/// starts one).
-pub fn check_handshake(method: &http::Method, headers: &HeaderMap) -> Result<Handshake, HttpResponse> {
-    let bad_request = |message: &str| crate::response::error(&ApiError::bad_request(message));
+/// starts one). A refusal is the whole answer (boxed: a response is large).
+pub fn check_handshake(method: &http::Method, headers: &HeaderMap) -> Result<Handshake, Box<HttpResponse>> {
+    let bad_request = |message: &str| Box::new(crate::response::error(&ApiError::bad_request(message)));
     if method != http::Method::GET {
         return Err(bad_request("websocket: the handshake must be a GET"));
     }
@@ -66,7 +66,7 @@ pub fn check_handshake(method: &http::Method, headers: &HeaderMap) -> Result<Han
     };
     let origin = headers.get(header::ORIGIN).map(|o| String::from_utf8_lossy(o.as_bytes()).into_owned());
     if !origin.is_some_and(|o| !o.is_empty() && is_request_uri(&o)) {
-        return Err(forbidden_origin());
+        return Err(Box::new(forbidden_origin()));
     }
     let offered: Vec<String> = headers
         .get_all(header::SEC_WEBSOCKET_PROTOCOL)
