@@ -43,7 +43,11 @@ fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    // Deeply nested request bodies need deeper stacks than tokio's default.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(listwatch_apiserver::server::REQUEST_THREAD_STACK_BYTES)
+        .enable_all()
+        .build()?;
     match cli.command {
         Command::Serve(args) => runtime.block_on(serve::run(args)),
         Command::Bench(args) => runtime.block_on(bench::run(args)),

@@ -7,6 +7,7 @@ mod auth;
 mod bad_input;
 mod gates;
 mod gc;
+mod http_edges;
 mod informer_cli;
 mod kubectl;
 mod limits;

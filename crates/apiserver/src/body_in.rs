@@ -1,10 +1,76 @@
 //! Reading request bodies: the size limit (413), the content type (415) and the JSON (400).
+//!
+//! Every JSON body is decoded by [`from_json`], which nests as deep as kube's decoder does
+//! (Go's encoding/json: 10,000 levels; serde_json alone stops at 128), growing the stack as
+//! it goes, and answers deeper documents with Go's error.
 
 use bytes::{Bytes, BytesMut};
 use http::HeaderMap;
 use http_body_util::BodyExt;
 use listwatch_meta::{ApiError, Resource};
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+
+/// How deep Go's JSON scanner lets objects and arrays nest (`maxNestingDepth`).
+pub const MAX_JSON_DEPTH: usize = 10_000;
+
+/// Why a body is not JSON kube would decode.
+#[derive(Debug)]
+pub enum JsonError {
+    /// Nested past [`MAX_JSON_DEPTH`]; the `{` or `[` that went one level too deep.
+    TooDeep(u8),
+    Syntax(serde_json::Error),
+}
+
+impl std::fmt::Display for JsonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            // Go's scanner error, word for word.
+            JsonError::TooDeep(opener) => write!(f, "invalid character '{}' exceeded max depth", *opener as char),
+            JsonError::Syntax(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Decodes a JSON request body, nested up to [`MAX_JSON_DEPTH`] levels.
+pub fn from_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, JsonError> {
+    if let Some(opener) = too_deep(body) {
+        return Err(JsonError::TooDeep(opener));
+    }
+    let mut de = serde_json::Deserializer::from_slice(body);
+    de.disable_recursion_limit();
+    let value = T::deserialize(serde_stacker::Deserializer::new(&mut de)).map_err(JsonError::Syntax)?;
+    de.end().map_err(JsonError::Syntax)?;
+    Ok(value)
+}
+
+/// The first `{` or `[` (outside strings) that opens level `MAX_JSON_DEPTH + 1`, if any.
+fn too_deep(body: &[u8]) -> Option<u8> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in body {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_JSON_DEPTH {
+                    return Some(b);
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
 
 /// kube-apiserver's limit on a request body (3 MiB).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -50,9 +116,15 @@ pub fn decode_object(headers: &HeaderMap, body: &[u8], resource: &Resource) -> R
 
 /// Parses and checks a JSON object body.
 pub fn parse_object(body: &[u8], resource: &Resource) -> Result<Map<String, Value>, ApiError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
+    let value: Value = from_json(body).map_err(|e| {
+        // kube ends the message with a summary of the body (its first 30 bytes); the depth
+        // error is Go's own, so it gets kube's whole message.
+        let summary = match &e {
+            JsonError::TooDeep(_) => format!(" ({} ...)", String::from_utf8_lossy(&body[..body.len().min(30)])),
+            JsonError::Syntax(_) => String::new(),
+        };
         ApiError::bad_request(format!(
-            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {e}",
+            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {e}{summary}",
             resource.kind
         ))
     })?;
@@ -86,4 +158,49 @@ pub fn check_type(map: &Map<String, Value>, resource: &Resource) -> Result<(), A
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nested(depth: usize) -> String {
+        format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth))
+    }
+
+    /// On a thread with the server's runtime threads' stack, as a handler runs.
+    fn on_a_worker_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let stack = crate::server::REQUEST_THREAD_STACK_BYTES;
+        std::thread::Builder::new().stack_size(stack).spawn(f).unwrap().join().unwrap()
+    }
+
+    #[test]
+    fn nesting_as_deep_as_kubes_decodes() {
+        let ok = on_a_worker_stack(|| from_json::<Value>(nested(MAX_JSON_DEPTH).as_bytes()).map(|v| v.is_object()));
+        assert!(ok.unwrap());
+        let arrays = format!("{}{}", "[".repeat(MAX_JSON_DEPTH), "]".repeat(MAX_JSON_DEPTH));
+        assert!(on_a_worker_stack(move || from_json::<Value>(arrays.as_bytes()).is_ok()));
+    }
+
+    #[test]
+    fn deeper_is_gos_error() {
+        let e = from_json::<Value>(nested(MAX_JSON_DEPTH + 1).as_bytes()).unwrap_err();
+        assert_eq!(e.to_string(), "invalid character '{' exceeded max depth");
+        let e = from_json::<Value>(format!("[{}", "[".repeat(MAX_JSON_DEPTH)).as_bytes()).unwrap_err();
+        assert_eq!(e.to_string(), "invalid character '[' exceeded max depth");
+        // Brackets inside strings do not nest.
+        let text = format!("{{\"a\":\"{}\\\"\"}}", "{".repeat(MAX_JSON_DEPTH + 5));
+        assert!(from_json::<Value>(text.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn too_deep_objects_get_kubes_message() {
+        let cm = listwatch_meta::Registry.find_kind("", "ConfigMap").unwrap();
+        let body = nested(MAX_JSON_DEPTH + 1);
+        let e = parse_object(body.as_bytes(), cm).unwrap_err();
+        assert_eq!(
+            e.status().message,
+            "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: invalid character '{' exceeded max depth ({\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\": ...)"
+        );
+    }
 }

@@ -8,7 +8,10 @@
 //! * `POST /debug/listwatch/cache/reset?[group=G&]resource=R`: throw a resource's watch cache
 //!   away and relist (watches from before get 410);
 //! * `POST /debug/listwatch/throttle?count=N[&retryAfterSeconds=S]`: answer the next N API
-//!   requests with 429 and `Retry-After`.
+//!   requests with 429 and `Retry-After`;
+//! * `POST /debug/listwatch/panic[?in=stream]`: panic in this request's handler (answered 500
+//!   by the panic guard), or, with `in=stream`, in its response stream after one line (the
+//!   body ends after that line); each counts in `listwatch_request_panics_total`.
 
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 
@@ -115,6 +118,16 @@ pub async fn handle(
             state.throttle.remaining.store(count, Ordering::Release);
             json!({"throttled": count, "retryAfterSeconds": retry})
         }
+        "/debug/listwatch/panic" if query.get("in") == Some("stream") => {
+            use futures::StreamExt;
+            let stream = futures::stream::iter(0..2).map(|n| {
+                assert!(n == 0, "debug API: a panic in a response stream");
+                crate::body::Chunk::from(Bytes::from_static(b"{\"debug\":\"the line before the panic\"}\n"))
+            });
+            let stream = crate::panics::guard_stream(stream, path.to_string());
+            return Ok(response::with_body(200, "application/json", crate::body::Body::stream(stream)));
+        }
+        "/debug/listwatch/panic" => panic!("debug API: a panic in a request handler"),
         _ => return Err(ApiError::not_found_path()),
     };
     Ok(response::json(200, Bytes::from(body.to_string())))

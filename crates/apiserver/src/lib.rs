@@ -26,6 +26,7 @@ pub mod listener;
 mod metrics;
 mod openapi;
 pub mod options;
+mod panics;
 pub mod request;
 mod resource;
 mod response;

@@ -2,6 +2,10 @@
 //!
 //! Request and watch-stream metrics are counted where they happen; the watch caches' figures
 //! (terminated watchers, window size, objects) are read from the caches at scrape time.
+//!
+//! Our own metrics (prefix `listwatch_`): undecodable stored values, the watch cache's window,
+//! and `listwatch_request_panics_total{stage}`, the panics the last-resort guard caught (a
+//! handler answered 500, or a response stream ended early): always 0 unless there is a bug.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -28,6 +32,7 @@ struct Metrics {
     cache_window_oldest: IntGaugeVec,
     cache_resource_version: IntGaugeVec,
     current_inflight: IntGaugeVec,
+    panics: IntCounterVec,
     /// Counters mirrored from the caches: the last value seen, to add only the difference.
     mirrored: Mutex<HashMap<(String, &'static str), u64>>,
 }
@@ -53,7 +58,7 @@ fn histogram(registry: &Registry, name: &str, help: &str, labels: &[&str], bucke
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     let r = Registry::new();
     let request_labels = &["verb", "group", "version", "resource", "subresource", "scope", "component", "code"];
-    Metrics {
+    let metrics = Metrics {
         requests: counter(
             &r,
             "apiserver_request_total",
@@ -143,9 +148,20 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             "Maximal number of currently used inflight request limit of this apiserver per request kind in last second.",
             &["request_kind"],
         ),
+        panics: counter(
+            &r,
+            "listwatch_request_panics_total",
+            "Panics caught while serving a request (stage: handler, stream, websocket); each is a bug.",
+            &["stage"],
+        ),
         mirrored: Mutex::new(HashMap::new()),
         registry: r,
+    };
+    // Shown at 0 from the start, so a scrape can tell "no panic" from "not counted".
+    for stage in ["handler", "stream", "websocket"] {
+        metrics.panics.with_label_values(&[stage]);
     }
+    metrics
 });
 
 fn scope(namespaced: bool, namespace: bool, name: bool) -> &'static str {
@@ -184,6 +200,11 @@ pub fn request(
 /// moves as it admits and finishes requests (the current count, not kube's per-second maximum).
 pub fn current_inflight(kind: &str) -> prometheus::IntGauge {
     METRICS.current_inflight.with_label_values(&[kind])
+}
+
+/// Counts a panic caught by the last-resort guard (`crate::panics`).
+pub fn request_panicked(stage: &str) {
+    METRICS.panics.with_label_values(&[stage]).inc();
 }
 
 pub fn watcher_registered(resource: &Resource, delta: i64) {

@@ -21,7 +21,42 @@ pub enum RequestedVersion {
     Unset,
     /// `"0"`: any version, the cache's is fine.
     Any,
+    /// A revision; a client's number above `i64::MAX` (valid for kube, which parses a u64) is
+    /// `i64::MAX`, a revision no storage reaches, so every read or wait for it ends "too large".
     At(i64),
+}
+
+/// Parses a resourceVersion as kube does (`strconv.ParseUint`, base 10): `""` unset, `"0"`
+/// any, else a decimal u64 (no sign), with the number as the client wrote it.
+pub fn parse_resource_version(text: &str) -> Result<(RequestedVersion, u64), ApiError> {
+    let invalid = |why: &str| {
+        ApiError::bad_request(format!(
+            "invalid resource version: resourceVersion: Invalid value: \"{text}\": strconv.ParseUint: parsing \"{text}\": {why}"
+        ))
+    };
+    match text {
+        "" => Ok((RequestedVersion::Unset, 0)),
+        "0" => Ok((RequestedVersion::Any, 0)),
+        _ if !text.bytes().all(|b| b.is_ascii_digit()) => Err(invalid("invalid syntax")),
+        _ => {
+            let n: u64 = text.parse().map_err(|_| invalid("value out of range"))?;
+            Ok((RequestedVersion::At(i64::try_from(n).unwrap_or(i64::MAX)), n))
+        }
+    }
+}
+
+/// A "too large resource version" error about a saturated request (see
+/// [`RequestedVersion::At`]) names the client's number, as kube's does, not `i64::MAX`.
+pub fn with_client_version(e: ApiError, client_version: u64) -> ApiError {
+    if client_version <= i64::MAX as u64 {
+        return e;
+    }
+    let saturated = format!("Too large resource version: {}, ", i64::MAX);
+    let mut e = e;
+    if e.reason() == "Timeout" && e.0.message.contains(&saturated) {
+        e.0.message = e.0.message.replace(&saturated, &format!("Too large resource version: {client_version}, "));
+    }
+    e
 }
 
 #[derive(Clone, Debug)]
@@ -29,6 +64,8 @@ pub struct ListOptions {
     pub label_selector: LabelSelector,
     pub field_selector: FieldSelector,
     pub resource_version: RequestedVersion,
+    /// The resourceVersion's number as the client wrote it (0 for unset and "0").
+    pub client_resource_version: u64,
     pub resource_version_match: Option<ResourceVersionMatch>,
     pub limit: i64,
     pub continue_token: Option<ContinueToken>,
@@ -95,8 +132,15 @@ pub fn parse(query: &Query, resource: &Resource, watch: bool, name: Option<&str>
         match query.get(name) {
             None | Some("") => Ok(None),
             Some(v) => v.parse().map(Some).map_err(|_| {
+                // strconv.ParseInt's two failures: a well-formed number outside int64, or not a number.
+                let digits = v.strip_prefix(['-', '+']).unwrap_or(v);
+                let why = if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                    "value out of range"
+                } else {
+                    "invalid syntax"
+                };
                 ApiError::bad_request(format!(
-                    "{name}: Invalid value: \"{v}\": strconv.ParseInt: parsing \"{v}\": invalid syntax"
+                    "{name}: Invalid value: \"{v}\": strconv.ParseInt: parsing \"{v}\": {why}"
                 ))
             }),
         }
@@ -182,22 +226,12 @@ pub fn parse(query: &Query, resource: &Resource, watch: bool, name: Option<&str>
         }
         continue_token = Some(token);
     }
-    let resource_version = match rv_text {
-        "" => RequestedVersion::Unset,
-        "0" => RequestedVersion::Any,
-        text => match text.parse::<u64>() {
-            Ok(n) if n <= i64::MAX as u64 => RequestedVersion::At(n as i64),
-            _ => {
-                return Err(ApiError::bad_request(format!(
-                    "invalid resource version: resourceVersion: Invalid value: \"{text}\": strconv.ParseUint: parsing \"{text}\": invalid syntax"
-                )));
-            }
-        },
-    };
+    let (resource_version, client_resource_version) = parse_resource_version(rv_text)?;
     Ok(ListOptions {
         label_selector,
         field_selector,
         resource_version,
+        client_resource_version,
         resource_version_match: rvm,
         limit,
         continue_token,
@@ -206,4 +240,36 @@ pub fn parse(query: &Query, resource: &Resource, watch: bool, name: Option<&str>
         send_initial_events,
         watch,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_versions_parse_as_kube_parses_a_u64() {
+        assert_eq!(parse_resource_version("").unwrap(), (RequestedVersion::Unset, 0));
+        assert_eq!(parse_resource_version("0").unwrap(), (RequestedVersion::Any, 0));
+        assert_eq!(parse_resource_version("42").unwrap(), (RequestedVersion::At(42), 42));
+        // Above i64::MAX: valid, saturated (no storage reaches it).
+        assert_eq!(parse_resource_version("9223372036854775808").unwrap(), (RequestedVersion::At(i64::MAX), 1 << 63));
+        assert_eq!(parse_resource_version("18446744073709551615").unwrap(), (RequestedVersion::At(i64::MAX), u64::MAX));
+        let message = |text: &str| parse_resource_version(text).unwrap_err().status().message.clone();
+        assert_eq!(
+            message("-1"),
+            "invalid resource version: resourceVersion: Invalid value: \"-1\": strconv.ParseUint: parsing \"-1\": invalid syntax"
+        );
+        assert!(message("+1").ends_with("invalid syntax"));
+        assert!(message("18446744073709551616").ends_with("parsing \"18446744073709551616\": value out of range"));
+    }
+
+    #[test]
+    fn too_large_errors_name_the_clients_number() {
+        let e = ApiError::too_large_resource_version(i64::MAX, 7, 1);
+        assert_eq!(
+            with_client_version(e.clone(), u64::MAX).status().message,
+            "Timeout: Too large resource version: 18446744073709551615, current: 7"
+        );
+        assert_eq!(with_client_version(e.clone(), i64::MAX as u64), e);
+    }
 }

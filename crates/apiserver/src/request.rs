@@ -6,7 +6,8 @@
 
 use std::collections::HashMap;
 
-use http::Method;
+use http::{HeaderMap, Method, Version, header};
+use listwatch_meta::ApiError;
 
 /// A request to a resource path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,6 +105,114 @@ impl Query {
     }
 }
 
+/// A request Go's net/http server refuses before any handler runs: it writes
+/// `HTTP/1.1 <code> <reason>`, `Content-Type: text/plain; charset=utf-8`, `Connection: close`
+/// and this body, then closes the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: u16,
+    pub reason: &'static str,
+    pub body: &'static str,
+}
+
+impl Refusal {
+    /// Go's `badRequestError(text)`: "400 Bad Request: <text>" on the status line and as body.
+    const fn bad_request(reason: &'static str, body: &'static str) -> Refusal {
+        Refusal { code: 400, reason, body }
+    }
+
+    /// What Go answers a request line it cannot parse (a malformed `%` escape in the path).
+    pub const MALFORMED_URL: Refusal = Refusal { code: 400, reason: "Bad Request", body: "400 Bad Request" };
+}
+
+/// Go's `readRequest` checks of the Host header and the transfer coding (HTTP/1.1 only; an
+/// HTTP/2 request carries `:authority` instead, and Go ignores both for HTTP/1.0).
+///
+/// hyper itself answers 400 to some of what Go answers 501 (a `Transfer-Encoding` whose last
+/// coding is not `chunked`) before this runs; what reaches here is a chunked body announced
+/// with other codings too (`gzip, chunked`) or in several header lines.
+pub fn check_framing(version: Version, headers: &HeaderMap) -> Result<(), Refusal> {
+    if version != Version::HTTP_11 {
+        return Ok(());
+    }
+    let hosts: Vec<_> = headers.get_all(header::HOST).iter().collect();
+    match hosts.as_slice() {
+        [] => {
+            return Err(Refusal::bad_request(
+                "Bad Request: missing required Host header",
+                "400 Bad Request: missing required Host header",
+            ));
+        }
+        [host] if !host.as_bytes().iter().all(|b| valid_host_byte(*b)) => {
+            return Err(Refusal::bad_request(
+                "Bad Request: malformed Host header",
+                "400 Bad Request: malformed Host header",
+            ));
+        }
+        [_] => {}
+        _ => {
+            return Err(Refusal::bad_request(
+                "Bad Request: too many Host headers",
+                "400 Bad Request: too many Host headers",
+            ));
+        }
+    }
+    // Like nginx, Go takes exactly one Transfer-Encoding value, "chunked".
+    let codings: Vec<_> = headers.get_all(header::TRANSFER_ENCODING).iter().collect();
+    match codings.as_slice() {
+        [] => Ok(()),
+        [coding] if coding.as_bytes().eq_ignore_ascii_case(b"chunked") => Ok(()),
+        _ => Err(Refusal { code: 501, reason: "Not Implemented", body: "Unsupported transfer encoding" }),
+    }
+}
+
+/// Go's `httpguts.ValidHostHeader`: the bytes of a host, a port, an IPv6 literal or a zone.
+fn valid_host_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!$%&'()*+,-.:;=[]_~".contains(&b)
+}
+
+/// The path as Go's `url.URL.Path` has it: percent-escapes decoded (`%2F` too, so it splits
+/// segments as kube's request info and go-restful's router do); `None` for a malformed escape,
+/// which Go refuses with a plain 400.
+pub fn decode_path(raw: &str) -> Option<String> {
+    if !raw.contains('%') {
+        return Some(raw.to_string());
+    }
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3)?;
+            let text = std::str::from_utf8(hex).ok()?;
+            if !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return None;
+            }
+            out.push(u8::from_str_radix(text, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// kube's check of a name from the URL before it becomes a storage key
+/// (`path.IsValidPathSegmentName` in the registry's key functions): 400 for `.`, `..`, or a
+/// name holding `%` (a `/` cannot survive the path split).
+pub fn check_path_name(name: &str) -> Result<(), ApiError> {
+    let problems: Vec<String> = if name == "." || name == ".." {
+        vec![format!("may not be '{name}'")]
+    } else {
+        ["/", "%"].iter().filter(|c| name.contains(**c)).map(|c| format!("may not contain '{c}'")).collect()
+    };
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::bad_request(format!("Name parameter invalid: {name:?}: {}", problems.join(";"))))
+}
+
 /// Namespace subresources that stay on the namespace itself (`/namespaces/x/status`).
 const NAMESPACE_SUBRESOURCES: &[&str] = &["status", "finalize"];
 
@@ -137,13 +246,18 @@ pub fn parse(method: &Method, path: &str, query: &Query) -> Option<ResourceReque
     let resource = rest[0].to_string();
     let name = rest.get(1).map(|s| s.to_string());
     let subresource = rest.get(2).map(|s| s.to_string());
+    // go-restful matches the method exactly: HEAD, OPTIONS and the rest have no route (the
+    // caller answers 405 where the path has one for another method).
     let verb = if legacy_watch {
+        if *method != Method::GET {
+            return None;
+        }
         Verb::Watch
     } else {
         match *method {
-            Method::GET | Method::HEAD if name.is_some() => Verb::Get,
-            Method::GET | Method::HEAD if query.flag("watch") => Verb::Watch,
-            Method::GET | Method::HEAD => Verb::List,
+            Method::GET if name.is_some() => Verb::Get,
+            Method::GET if query.flag("watch") => Verb::Watch,
+            Method::GET => Verb::List,
             Method::POST => Verb::Create,
             Method::PUT => Verb::Update,
             Method::PATCH => Verb::Patch,
@@ -186,6 +300,65 @@ mod tests {
         let r = p(Method::GET, "/api/v1/watch/namespaces/ns/pods/p", "");
         assert_eq!((r.verb, r.legacy_watch, r.name.as_deref()), (Verb::Watch, true, Some("p")));
         assert!(parse(&Method::GET, "/api/v1", &Query::default()).is_none());
+    }
+
+    #[test]
+    fn only_rest_methods_are_verbs() {
+        for method in [Method::HEAD, Method::OPTIONS, Method::TRACE, Method::from_bytes(b"FROB").unwrap()] {
+            assert!(parse(&method, "/api/v1/pods", &Query::default()).is_none(), "{method}");
+        }
+        assert!(parse(&Method::DELETE, "/api/v1/watch/pods", &Query::default()).is_none());
+    }
+
+    #[test]
+    fn paths_decode_as_go_decodes_them() {
+        assert_eq!(
+            decode_path("/api/v1/namespaces/default/configmaps/cm%30").unwrap(),
+            "/api/v1/namespaces/default/configmaps/cm0"
+        );
+        assert_eq!(decode_path("/a%2Fb%2fc").unwrap(), "/a/b/c");
+        assert_eq!(decode_path("/a%252F").unwrap(), "/a%2F");
+        assert_eq!(decode_path("/a%zz"), None);
+        assert_eq!(decode_path("/a%2"), None);
+        assert_eq!(decode_path("/a%"), None);
+    }
+
+    #[test]
+    fn names_from_paths() {
+        assert!(check_path_name("a.b").is_ok());
+        let message = |name: &str| check_path_name(name).unwrap_err().status().message.clone();
+        assert_eq!(message(".."), "Name parameter invalid: \"..\": may not be '..'");
+        assert_eq!(message("."), "Name parameter invalid: \".\": may not be '.'");
+        assert_eq!(message("a%b"), "Name parameter invalid: \"a%b\": may not contain '%'");
+    }
+
+    #[test]
+    fn framing_as_go_reads_it() {
+        let headers = |pairs: &[(&str, &str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+            }
+            h
+        };
+        let ok = headers(&[("host", "localhost:8080")]);
+        assert_eq!(check_framing(Version::HTTP_11, &ok), Ok(()));
+        assert_eq!(check_framing(Version::HTTP_10, &HeaderMap::new()), Ok(()));
+        assert_eq!(check_framing(Version::HTTP_2, &HeaderMap::new()), Ok(()));
+        let refused = |h: &HeaderMap| check_framing(Version::HTTP_11, h).unwrap_err();
+        assert_eq!(refused(&HeaderMap::new()).body, "400 Bad Request: missing required Host header");
+        assert_eq!(refused(&headers(&[("host", "a"), ("host", "b")])).body, "400 Bad Request: too many Host headers");
+        assert_eq!(refused(&headers(&[("host", "a b")])).body, "400 Bad Request: malformed Host header");
+        let te = |v: &[&str]| {
+            let mut h = ok.clone();
+            for v in v {
+                h.append(header::TRANSFER_ENCODING, v.parse().unwrap());
+            }
+            check_framing(Version::HTTP_11, &h)
+        };
+        assert_eq!(te(&["Chunked"]), Ok(()));
+        assert_eq!(te(&["gzip, chunked"]).unwrap_err().code, 501);
+        assert_eq!(te(&["chunked", "chunked"]).unwrap_err().body, "Unsupported transfer encoding");
     }
 
     #[test]

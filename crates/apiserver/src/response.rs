@@ -34,6 +34,18 @@ pub fn error(e: &ApiError) -> HttpResponse {
     response
 }
 
+/// Go's net/http refusal of a request it could not read (see [`crate::request::Refusal`]):
+/// its status line, a plain-text body, and the connection closed after it.
+pub fn refused(refusal: &crate::request::Refusal) -> HttpResponse {
+    let mut response = Response::new(Body::full(Bytes::from_static(refusal.body.as_bytes())));
+    *response.status_mut() = StatusCode::from_u16(refusal.code).unwrap_or(StatusCode::BAD_REQUEST);
+    response.extensions_mut().insert(hyper::ext::ReasonPhrase::from_static(refusal.reason.as_bytes()));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
 /// A `Status` of success (most kinds answer DELETE with one).
 pub fn status(code: u16, status: &Status) -> HttpResponse {
     json(code, Bytes::from(status.to_json()))

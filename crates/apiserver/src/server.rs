@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::Request;
+use http::{Method, Request};
 use hyper::body::Incoming;
 use listwatch_encoding::{Encoder, negotiate};
 use listwatch_meta::{ApiError, Object, Registry, Resource};
@@ -21,7 +21,7 @@ use crate::options::RequestedVersion;
 use crate::request::{self, Query, ResourceRequest, Verb};
 use crate::resource::ResourceStore;
 use crate::response::{self, HttpResponse};
-use crate::{body_in, discovery, list, metrics, write};
+use crate::{body_in, discovery, list, metrics, panics, write};
 
 /// Settings of the API server.
 #[derive(Clone, Debug)]
@@ -79,6 +79,12 @@ impl Default for ServerConfig {
         }
     }
 }
+
+/// The stack a runtime thread serving requests needs: bodies nest up to 10,000 levels (as
+/// kube's decoder allows, see `body_in::from_json`), and dropping, cloning or encoding such a
+/// value recurses once per level, past tokio's default 2 MiB. Only the pages a deep request
+/// touches are used.
+pub const REQUEST_THREAD_STACK_BYTES: usize = 16 << 20;
 
 /// Namespaces kube-apiserver creates at startup.
 const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -276,24 +282,17 @@ fn cache_enabled(config: &ServerConfig, resource: &Resource) -> bool {
     config.watch_cache && resource.watch_cache
 }
 
-/// hyper's entry point.
+/// hyper's entry point. A panic anywhere in routing or a handler is caught here and answered
+/// 500 (see `crate::panics`), so the connection and its other streams live on.
 pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Result<HttpResponse, Infallible> {
     let started = Instant::now();
-    let (mut parts, body) = req.into_parts();
-    if let Err(unauthorized) = crate::authn::authenticate(&state.config.authentication, &mut parts) {
-        return Ok(*unauthorized);
-    }
-    let upgrade = crate::websocket::is_websocket_request(&parts.headers)
-        .then(|| parts.extensions.remove::<hyper::upgrade::OnUpgrade>())
-        .flatten();
-    let path = parts.uri.path().to_string();
-    let query = Query::parse(parts.uri.query());
-    let resource_request = request::parse(&parts.method, &path, &query);
-    let resource =
-        resource_request.as_ref().and_then(|r| state.store(&r.group, &r.version, &r.resource)).map(|s| s.resource);
-    let result = route(&state, &parts, body, &path, &query, resource_request.as_ref(), upgrade).await;
-    let response = result.unwrap_or_else(|e| response::error(&e));
-    if let Some(r) = &resource_request {
+    let what = format!("{} {}", req.method(), req.uri());
+    let mut counted = None;
+    let response = match panics::guard(panics::Stage::Handler, &what, respond(&state, req, &mut counted)).await {
+        Ok(response) => response,
+        Err(()) => response::error(&panics::error()),
+    };
+    if let Some((r, resource)) = counted {
         metrics::request(
             r.verb.metric_name(),
             resource,
@@ -305,6 +304,36 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Result<Http
         );
     }
     Ok(response)
+}
+
+/// The response to one request; sets `counted` to what the request metrics are labelled
+/// with, for API requests.
+async fn respond(
+    state: &Arc<ApiState>,
+    req: Request<Incoming>,
+    counted: &mut Option<(ResourceRequest, Option<&'static Resource>)>,
+) -> HttpResponse {
+    let (mut parts, body) = req.into_parts();
+    // What Go's net/http refuses before kube-apiserver's handlers see the request.
+    if let Err(refusal) = request::check_framing(parts.version, &parts.headers) {
+        return response::refused(&refusal);
+    }
+    let Some(path) = request::decode_path(parts.uri.path()) else {
+        return response::refused(&request::Refusal::MALFORMED_URL);
+    };
+    if let Err(unauthorized) = crate::authn::authenticate(&state.config.authentication, &mut parts) {
+        return *unauthorized;
+    }
+    let upgrade = crate::websocket::is_websocket_request(&parts.headers)
+        .then(|| parts.extensions.remove::<hyper::upgrade::OnUpgrade>())
+        .flatten();
+    let query = Query::parse(parts.uri.query());
+    let resource_request = request::parse(&parts.method, &path, &query);
+    let resource =
+        resource_request.as_ref().and_then(|r| state.store(&r.group, &r.version, &r.resource)).map(|s| s.resource);
+    let result = route(state, &parts, body, &path, &query, resource_request.as_ref(), upgrade).await;
+    *counted = resource_request.map(|r| (r, resource));
+    result.unwrap_or_else(|e| response::error(&e))
 }
 
 async fn route(
@@ -320,6 +349,12 @@ async fn route(
     let text = |s: &'static str| {
         Ok(response::with_body(200, "text/plain; charset=utf-8", Body::full(Bytes::from_static(s.as_bytes()))))
     };
+    // go-restful's web services (/version, /api, /api/v1, /apis/<group>/<version> and the
+    // resources under them) route GET only where they serve GET; the other paths (health,
+    // metrics, OpenAPI, and the aggregator's /apis and /apis/<group>) answer any method.
+    let is_get = parts.method == Method::GET;
+    let get_only =
+        |answer: Result<HttpResponse, ApiError>| if is_get { answer } else { Err(ApiError::method_not_allowed()) };
     match path {
         "/healthz" | "/livez" => return text("ok"),
         "/readyz" => {
@@ -333,11 +368,11 @@ async fn route(
                 ))
             };
         }
-        "/version" => return json(discovery::version()),
+        "/version" | "/version/" => return get_only(json(discovery::version())),
         "/metrics" => {
             return Ok(response::with_body(200, prometheus::TEXT_FORMAT, Body::full(metrics::render(state).await)));
         }
-        "/api" | "/api/" => return json(discovery::api_versions(&state.config.advertise_address)),
+        "/api" | "/api/" => return get_only(json(discovery::api_versions(&state.config.advertise_address))),
         "/apis" | "/apis/" => return json(discovery::api_group_list()),
         _ => {}
     }
@@ -357,46 +392,28 @@ async fn route(
         // Group and group-version discovery.
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
         return match segments.as_slice() {
-            ["api", version] => {
-                discovery::api_resource_list("", version).map_or_else(|| Err(ApiError::not_found_path()), json)
-            }
+            ["api", version] => discovery::api_resource_list("", version)
+                .map_or_else(|| Err(ApiError::not_found_path()), |v| get_only(json(v))),
             ["apis", group] => discovery::api_group(group).map_or_else(|| Err(ApiError::not_found_path()), json),
-            ["apis", group, version] => {
-                discovery::api_resource_list(group, version).map_or_else(|| Err(ApiError::not_found_path()), json)
-            }
-            _ => Err(ApiError::not_found_path()),
+            ["apis", group, version] => discovery::api_resource_list(group, version)
+                .map_or_else(|| Err(ApiError::not_found_path()), |v| get_only(json(v))),
+            // A resource path, with a method that is no REST verb (HEAD, OPTIONS, TRACE, ...):
+            // 405 where the path has a route, as for any method the path does not take.
+            _ => match request::parse(&Method::GET, path, query).map(|r| resolve(state, &r)) {
+                Some(Ok(_)) => Err(ApiError::method_not_allowed()),
+                Some(Err(e)) => Err(e),
+                None => Err(ApiError::not_found_path()),
+            },
         };
     };
-    let Some(store) = state.store(&req.group, &req.version, &req.resource) else {
-        return Err(ApiError::not_found_path());
-    };
+    let store = resolve(state, req)?;
     let resource = store.resource;
-    // A namespace segment on a cluster-scoped kind, or a named request without one on a
-    // namespaced kind, is no route.
-    if (!resource.namespaced && req.namespace.is_some() && resource.plural != "namespaces")
-        || (resource.namespaced && req.namespace.is_none() && (req.name.is_some() || req.verb == Verb::Create))
+    // The registry turns the name into a storage key only if it is a valid path segment (a
+    // legacy watch of one name watches the collection instead).
+    if let Some(name) = &req.name
+        && !req.legacy_watch
     {
-        return if req.verb == Verb::Create {
-            Err(ApiError::method_not_supported(&resource.group_resource(), "create"))
-        } else {
-            Err(ApiError::not_found_path())
-        };
-    }
-    if let Some(sub) = &req.subresource
-        && !resource.subresources.iter().any(|s| s.name() == sub)
-    {
-        return Err(ApiError::not_found_path());
-    }
-    // Verbs the kind lacks, and methods on paths that do not take them (PUT or PATCH of a
-    // collection, POST to an object), are 405 as go-restful answers them.
-    let wrong_path = match req.verb {
-        Verb::Update | Verb::Patch => req.name.is_none(),
-        Verb::Create => req.name.is_some(),
-        Verb::Delete | Verb::DeleteCollection => req.subresource.is_some(),
-        _ => false,
-    };
-    if !resource.has_verb(req.verb.as_str()) || wrong_path {
-        return Err(ApiError::method_not_supported(&resource.group_resource(), req.verb.as_str()));
+        request::check_path_name(name)?;
     }
     let accept = parts.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok());
     let negotiate = |list: bool| -> Result<listwatch_encoding::MediaType, ApiError> {
@@ -414,7 +431,9 @@ async fn route(
         Verb::List => {
             let media = negotiate(true)?;
             let options = crate::options::parse(query, resource, false, None)?;
-            let listed = list::list(store, req.namespace.as_deref(), &options).await?;
+            let listed = list::list(store, req.namespace.as_deref(), &options)
+                .await
+                .map_err(|e| crate::options::with_client_version(e, options.client_resource_version))?;
             let encoder = Encoder::new(resource, media);
             let pieces = encoder
                 .list(&listed.items, listed.resource_version, listed.continue_token.as_deref(), listed.remaining)
@@ -423,13 +442,16 @@ async fn route(
         }
         Verb::Watch => match upgrade {
             Some(on_upgrade) => {
-                let handshake = crate::websocket::check_handshake(&parts.method, &parts.headers)?;
+                let handshake = match crate::websocket::check_handshake(&parts.method, &parts.headers) {
+                    Ok(handshake) => handshake,
+                    Err(refusal) => return Ok(*refusal),
+                };
                 let watch = crate::watch::prepare(state, store, req, query, &parts.headers).await?;
-                Ok(crate::websocket::respond(state, watch, handshake, on_upgrade))
+                Ok(crate::websocket::respond(state, watch, handshake, on_upgrade, parts.uri.to_string()))
             }
             None => {
                 let watch = crate::watch::prepare(state, store, req, query, &parts.headers).await?;
-                Ok(crate::watch::chunked_response(state, watch))
+                Ok(crate::watch::chunked_response(state, watch, parts.uri.to_string()))
             }
         },
         Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
@@ -444,6 +466,49 @@ async fn route(
             }
         }
     }
+}
+
+/// The store a resource request routes to, with go-restful's answers when it routes nowhere:
+/// 404 for a path with no route, 405 (its generic Status) for a method the path does not take
+/// (PUT or PATCH of a collection, POST to an object, DELETE of a subresource, a write to the
+/// all-namespaces list of a namespaced kind, a verb the kind lacks).
+fn resolve<'a>(state: &'a ApiState, req: &ResourceRequest) -> Result<&'a Arc<ResourceStore>, ApiError> {
+    let Some(store) = state.store(&req.group, &req.version, &req.resource) else {
+        return Err(ApiError::not_found_path());
+    };
+    let resource = store.resource;
+    // A namespace segment on a cluster-scoped kind, or an object of a namespaced kind without
+    // one, is no route; a namespaced kind's all-namespaces list takes GET only.
+    if (!resource.namespaced && req.namespace.is_some() && resource.plural != "namespaces")
+        || (resource.namespaced && req.namespace.is_none() && req.name.is_some())
+    {
+        return Err(ApiError::not_found_path());
+    }
+    if let Some(sub) = &req.subresource
+        && !resource.subresources.iter().any(|s| s.name() == sub)
+    {
+        return Err(ApiError::not_found_path());
+    }
+    let all_namespaces = resource.namespaced && req.namespace.is_none();
+    let wrong_path = match req.verb {
+        Verb::Update | Verb::Patch => req.name.is_none(),
+        Verb::Create | Verb::DeleteCollection => req.name.is_some() || all_namespaces,
+        Verb::Delete => req.subresource.is_some(),
+        Verb::Get | Verb::List | Verb::Watch => false,
+    };
+    if wrong_path {
+        return Err(ApiError::method_not_allowed());
+    }
+    if !resource.has_verb(req.verb.as_str()) {
+        // A watch goes through the list route, whose handler refuses it by name (kube's
+        // `NewMethodNotSupported`); the other verbs have no route.
+        return Err(if req.verb == Verb::Watch {
+            ApiError::method_not_supported(&resource.group_resource(), "watch")
+        } else {
+            ApiError::method_not_allowed()
+        });
+    }
+    Ok(store)
 }
 
 /// Applies `includeObject` (what Table rows carry: None, Metadata by default, or Object) to a
@@ -474,26 +539,27 @@ async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let name = req.name.as_deref().expect("GET has a name");
     let namespace = store.scope(req.namespace.as_deref());
-    let rv = match query.get("resourceVersion").unwrap_or("") {
-        "" => RequestedVersion::Unset,
-        "0" => RequestedVersion::Any,
-        text => RequestedVersion::At(text.parse().map_err(|_| {
-            ApiError::bad_request(format!("invalid resource version: resourceVersion: Invalid value: \"{text}\": strconv.ParseUint: parsing \"{text}\": invalid syntax"))
-        })?),
-    };
-    let object = match (rv, &store.cache) {
-        (RequestedVersion::Unset, _) => store.read(namespace, name).await?,
-        (RequestedVersion::Any, Some(cache)) => cache.get(namespace, name, 0).await.map_err(|e| e.to_api_error())?,
-        (RequestedVersion::At(n), Some(cache)) => cache.get(namespace, name, n).await.map_err(|e| e.to_api_error())?,
-        (RequestedVersion::Any, None) => store.read(namespace, name).await?,
-        (RequestedVersion::At(n), None) => {
-            let current = store.current_revision().await?;
-            if current < n {
-                return Err(ApiError::too_large_resource_version(n, current, 0));
+    let (rv, client_version) = crate::options::parse_resource_version(query.get("resourceVersion").unwrap_or(""))?;
+    let read = async {
+        Ok(match (rv, &store.cache) {
+            (RequestedVersion::Unset, _) => store.read(namespace, name).await?,
+            (RequestedVersion::Any, Some(cache)) => {
+                cache.get(namespace, name, 0).await.map_err(|e| e.to_api_error())?
             }
-            store.read(namespace, name).await?
-        }
+            (RequestedVersion::At(n), Some(cache)) => {
+                cache.get(namespace, name, n).await.map_err(|e| e.to_api_error())?
+            }
+            (RequestedVersion::Any, None) => store.read(namespace, name).await?,
+            (RequestedVersion::At(n), None) => {
+                let current = store.current_revision().await?;
+                if current < n {
+                    return Err(ApiError::too_large_resource_version(n, current, 0));
+                }
+                store.read(namespace, name).await?
+            }
+        })
     };
+    let object = read.await.map_err(|e| crate::options::with_client_version(e, client_version))?;
     let object = object.ok_or_else(|| ApiError::not_found(&store.resource.group_resource(), name))?;
     let encoder = Encoder::new(store.resource, media);
     Ok(response::with_body(200, encoder.content_type(), Body::full(encoder.object(&object))))

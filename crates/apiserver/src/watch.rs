@@ -63,6 +63,24 @@ pub struct PreparedWatch {
     pub deadline: Instant,
     pub media: MediaType,
     pub resource: &'static listwatch_meta::Resource,
+    /// The client's resourceVersion, named in a "too large" ERROR event.
+    client_version: u64,
+}
+
+impl PreparedWatch {
+    /// The next batch of events (see [`Source::next_batch`]).
+    pub(crate) async fn next_batch(&mut self, out: &mut Vec<WatchEvent>) -> bool {
+        let before = out.len();
+        let more = self.source.next_batch(out).await;
+        if self.client_version > i64::MAX as u64 {
+            for event in &mut out[before..] {
+                if let WatchEvent::Error(e) = event {
+                    *e = crate::options::with_client_version(e.clone(), self.client_version);
+                }
+            }
+        }
+        more
+    }
 }
 
 /// Parses, validates and starts a watch (shared by every transport).
@@ -79,20 +97,35 @@ pub async fn prepare(
     let accept = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok());
     let media = crate::server::with_include_object(negotiate_stream(accept, resource)?, query)?;
     let timeout = match options.timeout_seconds {
-        Some(s) if s > 0 => Duration::from_secs(s as u64),
+        Some(s) if s > 0 => Duration::from_secs(s.unsigned_abs()),
+        // kube turns a negative timeoutSeconds into a negative Duration: the watch's timer has
+        // already fired, and the stream ends at once.
+        Some(s) if s < 0 => Duration::ZERO,
         _ => {
             let min = state.config.min_request_timeout;
             min + min.mul_f64(rand::random::<f64>())
         }
     };
-    let deadline = Instant::now() + timeout;
+    let deadline = deadline_after(timeout);
     let namespace = store.scope(req.namespace.as_deref()).map(String::from);
     let source = match &store.cache {
-        Some(_) => cached(state, store, &options, namespace, deadline).await?,
-        None => uncached(state, store, &options, namespace.as_deref()).await?,
+        Some(_) => cached(state, store, &options, namespace, deadline).await,
+        None => uncached(state, store, &options, namespace.as_deref()).await,
     };
+    let client_version = options.client_resource_version;
+    let source = source.map_err(|e| crate::options::with_client_version(e, client_version))?;
     let encoder = EventEncoder::new(Encoder::new(resource, media));
-    Ok(PreparedWatch { source, encoder, deadline, media, resource })
+    Ok(PreparedWatch { source, encoder, deadline, media, resource, client_version })
+}
+
+/// Longer than any watch is meant to live, and far from where `Instant` overflows.
+const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// `now + timeout`, saturated: a client's timeoutSeconds up to `i64::MAX` is a deadline a
+/// century away at most, never an overflow.
+fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout.min(CENTURY)).or_else(|| now.checked_add(Duration::from_secs(3600))).unwrap_or(now)
 }
 
 /// The watch's start, with kube-apiserver's WatchList defaulting: a watch from "" or "0"
@@ -197,9 +230,10 @@ async fn uncached(
 }
 
 /// The chunked-HTTP response of a prepared watch.
-pub fn chunked_response(state: &ApiState, watch: PreparedWatch) -> HttpResponse {
+pub fn chunked_response(state: &ApiState, watch: PreparedWatch, what: String) -> HttpResponse {
     let content_type = watch.media.stream_content_type();
-    let stream = event_stream(state, watch);
+    // A panic while producing a batch ends this watch only (the client re-watches).
+    let stream = crate::panics::guard_stream(event_stream(state, watch), what);
     response::with_body(200, content_type, Body::stream(stream))
 }
 
@@ -251,10 +285,16 @@ pub fn event_stream(state: &ApiState, watch: PreparedWatch) -> impl futures::Str
             return None;
         }
         s.events.clear();
+        // The deadline first: a watch whose deadline has passed (a negative timeoutSeconds)
+        // ends even when events are ready (the timer alone may fire a tick late).
+        if Instant::now() >= s.watch.deadline {
+            return None;
+        }
         tokio::select! {
-            more = s.watch.source.next_batch(&mut s.events) => if !more { return None },
+            biased;
             _ = &mut s.deadline => return None,
             _ = &mut s.shutdown => return None,
+            more = s.watch.next_batch(&mut s.events) => if !more { return None },
         }
         let mut pieces = Vec::with_capacity(s.events.len() * 3);
         for event in &s.events {
@@ -265,4 +305,18 @@ pub fn event_stream(state: &ApiState, watch: PreparedWatch) -> impl futures::Str
         }
         Some((Chunk::new(pieces), s))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_saturate() {
+        let now = Instant::now();
+        let far = deadline_after(Duration::from_secs(i64::MAX as u64));
+        assert!(far > now + Duration::from_secs(50 * 365 * 24 * 3600));
+        assert!(deadline_after(Duration::MAX) >= far);
+        assert!(deadline_after(Duration::ZERO) <= Instant::now());
+    }
 }

@@ -3,7 +3,9 @@
 //! The handshake follows what kube-apiserver inherits from x/net/websocket and its
 //! authenticator:
 //! * GET with `Upgrade: websocket`, `Sec-WebSocket-Version: 13` and a key, else 400;
-//! * an `Origin` header is required (403 "null origin" without one);
+//! * an `Origin` header that is a URL (Go's `url.ParseRequestURI`) is required: without one,
+//!   or with one that does not parse (`null`, `not a url`), x/net's `checkOrigin` fails the
+//!   handshake with a bare `403 Forbidden` (no body) and closes the connection;
 //! * a bearer token offered as a `base64url.bearer.authorization.k8s.io.<token>` subprotocol
 //!   is removed before the rest are considered (there is no authentication yet: it is accepted
 //!   and ignored); then a single remaining subprotocol is echoed, more than one is 400.
@@ -49,20 +51,22 @@ pub struct Handshake {
 }
 
 /// Checks the handshake headers (before the watch is prepared, so a bad handshake never
-/// starts one).
-pub fn check_handshake(method: &http::Method, headers: &HeaderMap) -> Result<Handshake, ApiError> {
+/// starts one). A refusal is the whole answer (boxed: a response is large).
+pub fn check_handshake(method: &http::Method, headers: &HeaderMap) -> Result<Handshake, Box<HttpResponse>> {
+    let bad_request = |message: &str| Box::new(crate::response::error(&ApiError::bad_request(message)));
     if method != http::Method::GET {
-        return Err(ApiError::bad_request("websocket: the handshake must be a GET"));
+        return Err(bad_request("websocket: the handshake must be a GET"));
     }
     if headers.get(header::SEC_WEBSOCKET_VERSION).and_then(|v| v.to_str().ok()) != Some("13") {
-        return Err(ApiError::bad_request("websocket: unsupported Sec-WebSocket-Version (only 13)"));
+        return Err(bad_request("websocket: unsupported Sec-WebSocket-Version (only 13)"));
     }
     let key = headers.get(header::SEC_WEBSOCKET_KEY).map(|v| v.as_bytes()).filter(|k| !k.is_empty());
     let Some(key) = key else {
-        return Err(ApiError::bad_request("websocket: missing Sec-WebSocket-Key"));
+        return Err(bad_request("websocket: missing Sec-WebSocket-Key"));
     };
-    if headers.get(header::ORIGIN).is_none_or(|o| o.is_empty()) {
-        return Err(forbidden_null_origin());
+    let origin = headers.get(header::ORIGIN).map(|o| String::from_utf8_lossy(o.as_bytes()).into_owned());
+    if !origin.is_some_and(|o| !o.is_empty() && is_request_uri(&o)) {
+        return Err(Box::new(forbidden_origin()));
     }
     let offered: Vec<String> = headers
         .get_all(header::SEC_WEBSOCKET_PROTOCOL)
@@ -75,19 +79,73 @@ pub fn check_handshake(method: &http::Method, headers: &HeaderMap) -> Result<Han
     // The bearer token rides in a subprotocol; it is taken out before the rest count.
     let remaining: Vec<String> = offered.into_iter().filter(|p| !p.starts_with(BEARER_PROTOCOL_PREFIX)).collect();
     if remaining.len() > 1 {
-        return Err(ApiError::bad_request("websocket: more than one subprotocol offered; the watch chooses none"));
+        return Err(bad_request("websocket: more than one subprotocol offered; the watch chooses none"));
     }
     Ok(Handshake { accept: derive_accept_key(key), protocol: remaining.into_iter().next() })
 }
 
-fn forbidden_null_origin() -> ApiError {
-    let mut e = ApiError::forbidden(&listwatch_meta::GroupResource::new("", "websocket"), "", "null origin");
-    e.0.message = "websocket: null origin".into();
-    e
+/// x/net/websocket's answer to a handshake whose origin check failed: the status line alone.
+fn forbidden_origin() -> HttpResponse {
+    let mut response = HttpResponse::new(Body::empty());
+    *response.status_mut() = StatusCode::FORBIDDEN;
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// Whether Go's `url.ParseRequestURI` accepts `text`: an absolute path, or a scheme followed by
+/// an opaque part or by `//host[:port]` and a path, with valid `%` escapes, no control bytes,
+/// and only the bytes Go allows in a host.
+fn is_request_uri(text: &str) -> bool {
+    let valid_escapes = |s: &str| {
+        let b = s.as_bytes();
+        b.iter().enumerate().all(|(i, c)| {
+            *c != b'%'
+                || (b.get(i + 1).is_some_and(u8::is_ascii_hexdigit) && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
+        })
+    };
+    if text.bytes().any(|b| b < b' ' || b == 0x7f) {
+        return false;
+    }
+    let rest = text.split_once('?').map_or(text, |(before, _)| before);
+    if rest.starts_with('/') {
+        return valid_escapes(rest);
+    }
+    // A scheme: a letter, then letters, digits, `+`, `-` or `.`, then `:`.
+    let Some((scheme, rest)) = rest.split_once(':') else { return false };
+    let mut chars = scheme.chars();
+    if !chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        || !chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    {
+        return false;
+    }
+    let Some(after) = rest.strip_prefix("//") else {
+        // A rootless rest is an opaque URL (`mailto:x`).
+        return true;
+    };
+    let (authority, path) = after.find('/').map_or((after, ""), |i| after.split_at(i));
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    // The port: after the `]` of an IPv6 literal, else after the last `:`; digits only.
+    let port = match host.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((_, after)) => after,
+            None => return false,
+        },
+        None => host.rfind(':').map_or("", |i| &host[i..]),
+    };
+    let port_ok = port.is_empty() || port.strip_prefix(':').is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
+    let host_ok =
+        host.bytes().all(|b| b >= 0x80 || b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:[]<>\"%".contains(&b));
+    port_ok && host_ok && valid_escapes(host) && valid_escapes(path)
 }
 
 /// Answers 101 and serves the watch on the upgraded connection.
-pub fn respond(state: &ApiState, watch: PreparedWatch, handshake: Handshake, on_upgrade: OnUpgrade) -> HttpResponse {
+pub fn respond(
+    state: &ApiState,
+    watch: PreparedWatch,
+    handshake: Handshake,
+    on_upgrade: OnUpgrade,
+    what: String,
+) -> HttpResponse {
     let mut shutdown = state.shutdown.clone();
     tokio::spawn(async move {
         let upgraded = match on_upgrade.await {
@@ -98,8 +156,10 @@ pub fn respond(state: &ApiState, watch: PreparedWatch, handshake: Handshake, on_
             }
         };
         let socket = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        // A panic ends this watch (the socket drops) and nothing else.
+        let served = crate::panics::guard(crate::panics::Stage::WebSocket, &what, serve(socket, watch));
         tokio::select! {
-            _ = serve(socket, watch) => {}
+            _ = served => {}
             _ = shutdown.wait_for(|down| *down) => {}
         }
     });
@@ -132,9 +192,14 @@ where
     let mut pieces = Vec::new();
     loop {
         events.clear();
+        // A deadline already passed (a negative timeoutSeconds) ends the watch before any event.
+        if std::time::Instant::now() >= watch.deadline {
+            break;
+        }
         tokio::select! {
-            more = watch.source.next_batch(&mut events) => if !more { break },
+            biased;
             _ = tokio::time::sleep_until(watch.deadline.into()) => break,
+            more = watch.next_batch(&mut events) => if !more { break },
             // Anything from the client is ignored, but its close ends the watch now, after the
             // Close reply (RFC 6455 §5.5.1) that tungstenite queued is sent.
             message = incoming.next() => match message {
@@ -173,4 +238,26 @@ where
     }
     let _ = sink.send(Message::Close(None)).await;
     let _ = sink.close().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_parse_as_go_parses_a_request_uri() {
+        for ok in [
+            "http://localhost",
+            "https://a.example:8443/x?y",
+            "/relative/path",
+            "mailto:someone",
+            "localhost:8080x",
+            "http://[::1]:80",
+        ] {
+            assert!(is_request_uri(ok), "{ok}");
+        }
+        for bad in ["null", "not a url", "http://a b", "http://a:80x", "http://[::1", "/%zz", "1http://a"] {
+            assert!(!is_request_uri(bad), "{bad}");
+        }
+    }
 }

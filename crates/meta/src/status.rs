@@ -326,6 +326,36 @@ impl ApiError {
         ApiError::new(500, "InternalError", format!("Internal error occurred: {message}"), Some(details))
     }
 
+    /// 500 for a request whose handler panicked: kube-apiserver's plain-text answer
+    /// ("This request caused apiserver to panic. Look in the logs for details.") as client-go
+    /// turns it into a Status (`NewGenericServerResponse` with the body as an
+    /// `UnexpectedServerResponse` cause).
+    pub fn request_panicked() -> ApiError {
+        let body = "This request caused apiserver to panic. Look in the logs for details.";
+        let details = StatusDetails {
+            causes: vec![StatusCause::new("UnexpectedServerResponse", body, "")],
+            ..Default::default()
+        };
+        ApiError::new(
+            500,
+            "InternalError",
+            format!("an error on the server ({body:?}) has prevented the request from succeeding"),
+            Some(details),
+        )
+    }
+
+    /// 405 from go-restful's router: the path exists but takes no request with this method
+    /// (kube-apiserver's `serviceErrorHandler` answers it as a generic Status, without the
+    /// router's `Allow` header).
+    pub fn method_not_allowed() -> ApiError {
+        ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+            Some(StatusDetails::default()),
+        )
+    }
+
     /// 503 when storage cannot be reached.
     pub fn service_unavailable(message: impl Into<String>) -> ApiError {
         ApiError::new(503, "ServiceUnavailable", message, None)

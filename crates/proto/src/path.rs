@@ -57,6 +57,18 @@ impl<'a> Path<'a> {
         text
     }
 
+    /// How many fields, indexes and keys lead here from the root (at least the JSON nesting
+    /// of the value at this path, less its own).
+    pub(crate) fn depth(&self) -> usize {
+        let mut depth = 0;
+        let mut frame = self;
+        while let Some(parent) = frame.parent {
+            depth += 1;
+            frame = parent;
+        }
+        depth
+    }
+
     /// The path for reporting something about the object itself: `<root>` at the top.
     pub(crate) fn describe(&self) -> String {
         let text = self.render();

@@ -58,7 +58,8 @@ pub async fn watch(
     let range = KeyRange::prefix(prefix.clone());
     let mut initial = VecDeque::new();
     let start = match options.start {
-        DirectStart::After(rv) => rv + 1,
+        // Saturated: a resourceVersion of i64::MAX waits for a revision that never comes.
+        DirectStart::After(rv) => rv.saturating_add(1),
         DirectStart::ListThenWatch { min_resource_version } => {
             let current = storage.current_revision().await.map_err(storage_error)?;
             if min_resource_version > current {
