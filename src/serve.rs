@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use listwatch_apiserver::listener::{self, ListenAddr};
 use listwatch_apiserver::authn::{Authentication, ClientCa, TokenFile};
+use listwatch_apiserver::listener::{self, ListenAddr};
 use listwatch_apiserver::{ApiState, ServerConfig};
 use listwatch_storage::Storage;
 use listwatch_storage::etcd::{EtcdOptions, EtcdStore};

@@ -333,7 +333,35 @@ async fn respond(
         resource_request.as_ref().and_then(|r| state.store(&r.group, &r.version, &r.resource)).map(|s| s.resource);
     let result = route(state, &parts, body, &path, &query, resource_request.as_ref(), upgrade).await;
     *counted = resource_request.map(|r| (r, resource));
-    result.unwrap_or_else(|e| response::error(&e))
+    let mut response = result.unwrap_or_else(|e| response::error(&e));
+    if response.status() == http::StatusCode::METHOD_NOT_ALLOWED {
+        // RFC 9110 asks for the methods the path takes. (kube-apiserver's go-restful router
+        // computes them too, but kube's error handler drops the header.)
+        let allowed = allowed_methods(state, &path, &query).join(", ");
+        if let Ok(value) = http::HeaderValue::from_str(&allowed) {
+            response.headers_mut().insert(http::header::ALLOW, value);
+        }
+    }
+    response
+}
+
+/// The methods `path` has a route for, as a 405's `Allow` lists them.
+fn allowed_methods(state: &ApiState, path: &str, query: &Query) -> Vec<&'static str> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    if matches!(segments.as_slice(), ["version"] | ["api"] | ["api", _] | ["apis", _, _]) {
+        return vec!["GET"];
+    }
+    [
+        (Method::DELETE, "DELETE"),
+        (Method::GET, "GET"),
+        (Method::PATCH, "PATCH"),
+        (Method::POST, "POST"),
+        (Method::PUT, "PUT"),
+    ]
+    .into_iter()
+    .filter(|(method, _)| request::parse(method, path, query).is_some_and(|r| resolve(state, &r).is_ok()))
+    .map(|(_, name)| name)
+    .collect()
 }
 
 async fn route(

@@ -62,7 +62,10 @@ async fn bad_input_table(backend: Backend) {
                     let mut problems = asserted.check(&response);
                     if let Some(known) = &row.known {
                         if problems.is_empty() && row.expect.check(&response).is_empty() {
-                            problems.push(format!("now answers as kube-apiserver: drop the known difference ({})", known.why));
+                            problems.push(format!(
+                                "now answers as kube-apiserver: drop the known difference ({})",
+                                known.why
+                            ));
                         }
                         known_differences.push(format!("{class}: {} ({})", row.name, known.why));
                     }
