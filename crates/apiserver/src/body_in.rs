@@ -7,8 +7,10 @@
 use bytes::{Bytes, BytesMut};
 use http::HeaderMap;
 use http_body_util::BodyExt;
-use listwatch_meta::{ApiError, Resource};
+use listwatch_meta::{ApiError, Resource, go_json};
 use serde::de::DeserializeOwned;
+
+use crate::kinds;
 use serde_json::{Map, Value};
 
 /// How deep Go's JSON scanner lets objects and arrays nest (`maxNestingDepth`).
@@ -95,51 +97,144 @@ where
     Ok(out.freeze())
 }
 
-/// The request's media type without parameters, lower-cased (`application/json`).
-pub fn content_type(headers: &HeaderMap) -> String {
-    headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
-        .unwrap_or_default()
+/// The media types kube-apiserver's serializers read (`SupportedMediaTypes`).
+const READABLE: &[&str] = &["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"];
+
+/// kube's `NegotiateInputSerializer`: the body's media type (JSON when no Content-Type is
+/// sent), or 415 when Go's `mime.ParseMediaType` refuses the header or no serializer reads
+/// the type.
+pub fn input_media_type(headers: &HeaderMap) -> Result<&'static str, ApiError> {
+    let header = match headers.get(http::header::CONTENT_TYPE) {
+        None => return Ok(READABLE[0]),
+        Some(value) => String::from_utf8_lossy(value.as_bytes()).into_owned(),
+    };
+    if header.is_empty() {
+        return Ok(READABLE[0]);
+    }
+    parse_media_type(&header)
+        .and_then(|media| READABLE.iter().copied().find(|readable| *readable == media))
+        .ok_or_else(ApiError::unsupported_media_type)
 }
 
-/// Decodes an object body for `resource` (JSON; 415 for other types): it must be a JSON
-/// object whose apiVersion and kind, when given, are the resource's.
+/// Go's `mime.ParseMediaType`, reduced to whether it succeeds: the type, lower-cased, when
+/// the header is `type[/subtype]` followed by well-formed `; name=value` parameters.
+fn parse_media_type(header: &str) -> Option<String> {
+    let is_token_char = |c: char| !c.is_ascii_control() && c != ' ' && !"()<>@,;:\\\"/[]?=".contains(c);
+    let token_len = |s: &str| s.find(|c: char| !is_token_char(c)).unwrap_or(s.len());
+    let (base, mut params) = header.split_at(header.find(';').unwrap_or(header.len()));
+    let media = base.trim().to_ascii_lowercase();
+    let (kind, rest) = media.split_at(token_len(&media));
+    let subtype_ok = match rest.strip_prefix('/') {
+        None => rest.is_empty(),
+        Some(sub) => !sub.is_empty() && token_len(sub) == sub.len(),
+    };
+    if kind.is_empty() || !subtype_ok {
+        return None;
+    }
+    let mut seen = std::collections::HashSet::new();
+    loop {
+        params = params.trim_start();
+        if params.is_empty() {
+            return Some(media);
+        }
+        // `; name=value`, the value a token or a quoted string.
+        let parsed = (|| {
+            let rest = params.strip_prefix(';')?.trim_start();
+            let (name, rest) = rest.split_at(token_len(rest));
+            let rest = rest.trim_start().strip_prefix('=')?.trim_start();
+            let value_len = if let Some(quoted) = rest.strip_prefix('"') {
+                let mut escaped = false;
+                let end = quoted.char_indices().find(|&(_, c)| {
+                    let closes = c == '"' && !escaped;
+                    escaped = c == '\\' && !escaped;
+                    closes
+                })?;
+                end.0 + 2
+            } else {
+                token_len(rest)
+            };
+            (!name.is_empty() && value_len > 0).then(|| (name.to_ascii_lowercase(), &rest[value_len..]))
+        })();
+        match parsed {
+            Some((name, rest)) if !seen.contains(&name) => {
+                seen.insert(name);
+                params = rest;
+            }
+            // A trailing `;` is allowed; anything else malformed is an error.
+            _ if params.trim() == ";" => return Some(media),
+            _ => return None,
+        }
+    }
+}
+
+/// Decodes an object body for `resource` (JSON; 415 for types no serializer reads): see
+/// [`parse_object`].
 pub fn decode_object(headers: &HeaderMap, body: &[u8], resource: &Resource) -> Result<Map<String, Value>, ApiError> {
-    let ct = content_type(headers);
-    if !(ct.is_empty() || ct == "application/json" || ct == "*/*") {
-        return Err(ApiError::unsupported_media_type(&ct));
+    if input_media_type(headers)? != "application/json" {
+        // YAML bodies are not read yet.
+        return Err(ApiError::unsupported_media_type());
     }
     parse_object(body, resource)
 }
 
-/// Parses and checks a JSON object body.
+/// kube's `summarizeData(body, 30)`: what a decode error quotes of the body (its first 30
+/// bytes as text when it starts with `{`, else in hex).
+pub fn summarize(body: &[u8]) -> String {
+    const MAX: usize = 30;
+    let (shown, more) = (&body[..body.len().min(MAX)], if body.len() > MAX { " ..." } else { "" });
+    match body.first() {
+        None => "<empty>".to_owned(),
+        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(shown)),
+        Some(_) => format!("{}{more}", shown.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+    }
+}
+
+/// The 400 of a body kube cannot read a kind from (`transformDecodeError` without a kind):
+/// `kind` is the type the handler decodes into.
+pub fn unrecognized(kind: &str, error: &str, body: &[u8]) -> ApiError {
+    ApiError::bad_request(format!(
+        "the object provided is unrecognized (must be of type {kind}): {error} ({})",
+        summarize(body)
+    ))
+}
+
+/// The 400 of a body of kind `kind` (in `version`) that does not decode as the resource's kind.
+pub fn cannot_be_handled(kind: &str, version: &str, resource: &Resource, error: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "{kind} in version {} cannot be handled as a {}: {error}",
+        listwatch_meta::validation::go_quote(version),
+        resource.kind
+    ))
+}
+
+/// Parses and checks a JSON object body as kube's JSON serializer reads it: Go's syntax
+/// errors, then the apiVersion and kind (see [`crate::kinds`]), with kube's messages.
 pub fn parse_object(body: &[u8], resource: &Resource) -> Result<Map<String, Value>, ApiError> {
-    let value: Value = from_json(body).map_err(|e| {
-        // kube ends the message with a summary of the body (its first 30 bytes); the depth
-        // error is Go's own, so it gets kube's whole message.
-        let summary = match &e {
-            JsonError::TooDeep(_) => format!(" ({} ...)", String::from_utf8_lossy(&body[..body.len().min(30)])),
-            JsonError::Syntax(_) => String::new(),
-        };
-        ApiError::bad_request(format!(
-            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {e}{summary}",
-            resource.kind
-        ))
+    if let Some(syntax) = go_json::syntax_error(body) {
+        return Err(unrecognized(
+            resource.kind,
+            &format!("couldn't get version/kind; json parse error: {syntax}"),
+            body,
+        ));
+    }
+    let value: Value = from_json(body).or_else(|e| {
+        // Go reads invalid UTF-8 as U+FFFD where serde_json refuses it.
+        let lossy = String::from_utf8_lossy(body).into_owned().into_bytes();
+        from_json(&lossy).map_err(|_| {
+            unrecognized(resource.kind, &format!("couldn't get version/kind; json parse error: {e}"), body)
+        })
     })?;
-    let Value::Object(map) = value else {
-        return Err(ApiError::bad_request(format!(
-            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: expected an object",
-            resource.kind
-        )));
+    let kind = kinds::interpret(&value).map_err(|e| unrecognized(resource.kind, &e, body))?.with_defaults(resource);
+    let map = match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
     };
-    check_type(&map, resource)?;
+    kinds::decode_failure(&kind, resource, &String::from_utf8_lossy(body), &map)
+        .map_err(|e| cannot_be_handled(&kind.kind, &kind.version, resource, &e))?;
     Ok(map)
 }
 
-/// A body whose apiVersion or kind names another type is refused with 400, as kube-apiserver
-/// does when decoding into the URL's type.
+/// A strategic merge patch's result naming another apiVersion or kind is refused with 400.
 pub fn check_type(map: &Map<String, Value>, resource: &Resource) -> Result<(), ApiError> {
     let expected_version = resource.api_version();
     if let Some(v) = map.get("apiVersion").and_then(Value::as_str).filter(|v| !v.is_empty())

@@ -20,6 +20,7 @@ mod debug;
 mod delete_options;
 pub mod discovery;
 mod gc;
+mod kinds;
 pub mod limits;
 mod list;
 pub mod listener;

@@ -99,10 +99,31 @@ fn invalid_list_options(causes: Vec<StatusCause>) -> ApiError {
     ApiError::invalid("meta.k8s.io", "ListOptions", "", causes)
 }
 
+/// Go's `strconv.ParseInt(text, 10, 64)`, with its error text.
+fn go_parse_int(text: &str) -> Result<i64, String> {
+    text.parse::<i64>().map_err(|_| {
+        // ParseInt's two failures: a well-formed number outside int64, or not a number.
+        let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+        let why = if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            "value out of range"
+        } else {
+            "invalid syntax"
+        };
+        format!("strconv.ParseInt: parsing {}: {why}", listwatch_meta::validation::go_quote(text))
+    })
+}
+
 /// Parses and validates the list/watch options of a request on `resource`. `watch` says
 /// whether this is a watch; `name` (a legacy `/watch/` path's object) becomes
 /// `metadata.name=<name>`.
 pub fn parse(query: &Query, resource: &Resource, watch: bool, name: Option<&str>) -> Result<ListOptions, ApiError> {
+    // The query converts to metav1.ListOptions field by field (timeoutSeconds before limit),
+    // then the selectors parse: a number that does not parse is strconv's error as is.
+    let int = |name: &str| -> Result<Option<i64>, ApiError> {
+        query.get(name).map(|v| go_parse_int(v).map_err(ApiError::bad_request)).transpose()
+    };
+    let timeout_seconds = int("timeoutSeconds")?;
+    let limit = int("limit")?.unwrap_or(0).max(0);
     let label_selector = LabelSelector::parse(query.get("labelSelector").unwrap_or(""))
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let mut field_text = query.get("fieldSelector").unwrap_or("").to_string();
@@ -128,25 +149,6 @@ pub fn parse(query: &Query, resource: &Resource, watch: bool, name: Option<&str>
         FieldLabels::custom_resource(resource.namespaced, resource.selectable_fields)
     };
     let field_selector = field_selector.convert_labels(&labels).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let int = |name: &str| -> Result<Option<i64>, ApiError> {
-        match query.get(name) {
-            None | Some("") => Ok(None),
-            Some(v) => v.parse().map(Some).map_err(|_| {
-                // strconv.ParseInt's two failures: a well-formed number outside int64, or not a number.
-                let digits = v.strip_prefix(['-', '+']).unwrap_or(v);
-                let why = if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-                    "value out of range"
-                } else {
-                    "invalid syntax"
-                };
-                ApiError::bad_request(format!(
-                    "{name}: Invalid value: \"{v}\": strconv.ParseInt: parsing \"{v}\": {why}"
-                ))
-            }),
-        }
-    };
-    let limit = int("limit")?.unwrap_or(0).max(0);
-    let timeout_seconds = int("timeoutSeconds")?;
     let rv_text = query.get("resourceVersion").unwrap_or("");
     let rvm_text = query.get("resourceVersionMatch").unwrap_or("");
     let continue_text = query.get("continue").unwrap_or("");

@@ -70,10 +70,18 @@ impl Verb {
 pub struct Query(HashMap<String, String>);
 
 impl Query {
+    /// Parses a raw query as Go's `url.ParseQuery` does (what `req.URL.Query()` gives kube):
+    /// pairs split on `&`, `+` is a space, a pair holding a `;` or a malformed `%` escape is
+    /// dropped.
     pub fn parse(query: Option<&str>) -> Query {
         let mut map = HashMap::new();
-        for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-            map.entry(k.into_owned()).or_insert_with(|| v.into_owned());
+        for pair in query.unwrap_or("").split('&') {
+            if pair.is_empty() || pair.contains(';') {
+                continue;
+            }
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let (Some(key), Some(value)) = (query_unescape(key), query_unescape(value)) else { continue };
+            map.entry(key).or_insert(value);
         }
         Query(map)
     }
@@ -103,6 +111,32 @@ impl Query {
     pub fn insert(&mut self, name: &str, value: String) {
         self.0.insert(name.into(), value);
     }
+}
+
+/// Go's `url.QueryUnescape`: `%XX` escapes and `+` for a space; `None` for a `%` not followed
+/// by two hex digits. Bytes that are not UTF-8 become U+FFFD.
+fn query_unescape(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = bytes.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit))?;
+                out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    Some(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// A request Go's net/http server refuses before any handler runs: it writes
@@ -238,6 +272,10 @@ pub fn parse(method: &Method, path: &str, query: &Query) -> Option<ResourceReque
         namespace = Some(rest[1].to_string());
         if rest.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&rest[2]) {
             rest = &rest[2..];
+            // Namespaces are not namespaced: no route lists them under a namespace.
+            if rest[0] == "namespaces" {
+                return None;
+            }
         }
     }
     if rest.is_empty() || rest.len() > 3 {

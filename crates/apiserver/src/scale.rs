@@ -130,12 +130,17 @@ pub async fn update(
     body: Bytes,
     dry_run: bool,
 ) -> Result<HttpResponse, ApiError> {
-    let ct = body_in::content_type(headers);
-    if !(ct.is_empty() || ct == "application/json") {
-        return Err(ApiError::unsupported_media_type(&ct));
+    if body_in::input_media_type(headers)? != "application/json" {
+        return Err(ApiError::unsupported_media_type());
     }
-    let scale: Value =
-        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("error decoding Scale: {e}")))?;
+    // Decoded as any body is: Go's syntax errors, nested as deep as Go allows.
+    if let Some(syntax) = listwatch_meta::go_json::syntax_error(&body) {
+        let error = format!("couldn't get version/kind; json parse error: {syntax}");
+        return Err(body_in::unrecognized("Scale", &error, &body));
+    }
+    let scale: Value = body_in::from_json(&body).map_err(|e| {
+        body_in::unrecognized("Scale", &format!("couldn't get version/kind; json parse error: {e}"), &body)
+    })?;
     set_replicas(store, req, dry_run, None, |_| Ok(scale.clone())).await
 }
 

@@ -61,12 +61,22 @@ pub fn decode(
     source: Source<'_>,
     validation: FieldValidation,
 ) -> Result<(Map<String, Value>, Vec<String>), ApiError> {
+    let value = Value::Object(object);
+    let schema = has_schema(resource);
+    // Values of the wrong Go type fail the decode itself, before any strict-decoding report.
+    if schema
+        && let Some(error) = listwatch_proto::go_decode_error(resource.group, resource.version, resource.kind, &value)
+            .map_err(ApiError::internal)?
+    {
+        return Err(match source {
+            Source::Body(_) => crate::body_in::cannot_be_handled(resource.kind, resource.version, resource, &error),
+            Source::Patch { shown } => patch_invalid(&shown(), &error),
+        });
+    }
     let mut problems = Vec::new();
     if let Source::Body(body) = source {
         problems.extend(duplicate_fields(body).iter().map(|p| listwatch_proto::duplicate_field_error(p)));
     }
-    let value = Value::Object(object);
-    let schema = has_schema(resource);
     if schema {
         let unknown = listwatch_proto::check_json_fields(resource.group, resource.version, resource.kind, &value)
             .map_err(ApiError::internal)?;
@@ -135,23 +145,36 @@ pub fn normalize(resource: &Resource, value: &Value) -> Result<Value, ApiError> 
 /// protobuf fields are ignored, as kube-apiserver does (it never strict-decodes protobuf).
 pub fn decode_protobuf(resource: &Resource, body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     if !has_schema(resource) {
-        return Err(ApiError::unsupported_media_type("application/vnd.kubernetes.protobuf"));
+        return Err(ApiError::unsupported_media_type());
+    }
+    // The protobuf serializer's own checks, before the envelope is read.
+    let unrecognized = |error: &str| crate::body_in::unrecognized(resource.kind, error, body);
+    if body.is_empty() {
+        return Err(unrecognized("empty data"));
+    }
+    if !body.starts_with(&listwatch_proto::MAGIC) {
+        // Go prints the prefix bytes as `%v` of a []byte: `[107 56 115 0]`.
+        let prefix: Vec<String> = listwatch_proto::MAGIC.iter().map(u8::to_string).collect();
+        return Err(unrecognized(&format!(
+            "provided data does not appear to be a protobuf message, expected prefix [{}]",
+            prefix.join(" ")
+        )));
+    }
+    if body.len() == listwatch_proto::MAGIC.len() {
+        return Err(unrecognized("empty body"));
     }
     let envelope = listwatch_proto::unwrap_unknown(body)
         .map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}")))?;
-    if envelope.api_version != resource.api_version() || envelope.kind != resource.kind {
-        return Err(ApiError::bad_request(format!(
-            "the object provided is unrecognized (must be of type {}): {}/{} in the body",
-            resource.kind, envelope.api_version, envelope.kind
-        )));
-    }
+    let named = crate::kinds::from_type_meta(envelope.api_version, envelope.kind, resource);
+    let type_meta = format!(
+        "runtime.TypeMeta{{APIVersion:{}, Kind:{}}}",
+        listwatch_meta::validation::go_quote(envelope.api_version),
+        listwatch_meta::validation::go_quote(envelope.kind)
+    );
+    crate::kinds::decode_failure(&named, resource, &type_meta, &Map::new())
+        .map_err(|e| crate::body_in::cannot_be_handled(&named.kind, &named.version, resource, &e))?;
     let decoded = listwatch_proto::decode_object(resource.group, resource.version, resource.kind, envelope.raw)
-        .map_err(|e| {
-            ApiError::bad_request(format!(
-                "{} in version \"{}\" cannot be handled as a {}: {e}",
-                resource.kind, resource.version, resource.kind
-            ))
-        })?;
+        .map_err(|e| crate::body_in::cannot_be_handled(resource.kind, resource.version, resource, &e.to_string()))?;
     match decoded.object {
         Value::Object(map) => Ok(map),
         _ => Err(ApiError::bad_request("the object is not a JSON object")),

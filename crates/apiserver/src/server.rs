@@ -447,6 +447,10 @@ async fn route(
     let negotiate = |list: bool| -> Result<listwatch_encoding::MediaType, ApiError> {
         with_include_object(negotiate(accept, resource, list)?, query)
     };
+    // go-restful refuses a PATCH's Content-Type while routing, before the body is read.
+    if req.verb == Verb::Patch {
+        write::PatchKind::from_headers(&parts.headers)?;
+    }
     let body = match req.verb {
         Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
             body_in::read(body, body_in::MAX_BODY_BYTES).await?
@@ -540,19 +544,20 @@ fn resolve<'a>(state: &'a ApiState, req: &ResourceRequest) -> Result<&'a Arc<Res
 }
 
 /// Applies `includeObject` (what Table rows carry: None, Metadata by default, or Object) to a
-/// Table representation; 400 for a value kube does not know.
+/// Table representation. kube reads it only when converting to a Table
+/// (`ValidateTableOptions`): then a value it does not know is a 400; otherwise it is ignored.
 pub fn with_include_object(
     mut media: listwatch_encoding::MediaType,
     query: &Query,
 ) -> Result<listwatch_encoding::MediaType, ApiError> {
     let Some(value) = query.get("includeObject") else { return Ok(media) };
-    let include = listwatch_encoding::IncludeObject::parse(value).ok_or_else(|| {
-        ApiError::bad_request(format!(
-            "includeObject: Unsupported value: \"{value}\": supported values: \"None\", \"Metadata\", \"Object\""
-        ))
-    })?;
     if let listwatch_encoding::Output::Table { include: current, .. } = &mut media.output {
-        *current = include;
+        *current = listwatch_encoding::IncludeObject::parse(value).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "Unable to convert to Table as requested: includeObject: Invalid value: {}: must be 'Metadata', 'Object', 'None', or empty",
+                listwatch_meta::validation::go_quote(value)
+            ))
+        })?;
     }
     Ok(media)
 }

@@ -148,15 +148,19 @@ fn negotiate_for(accept: Option<&str>, resource: &Resource, target: Target) -> R
         if let Some(media) = acceptable(&range, resource, target) {
             return Ok(media);
         }
-    }
-    Err(ApiError::not_acceptable(format!(
-        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf{}",
-        if target == Target::Watch {
-            ", application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
-        } else {
-            ""
+        // kube picks YAML here, which has no watch serializer: the stream negotiation fails
+        // (a YAML range asking for a stream was skipped instead).
+        let streams = range.params.iter().any(|(k, v)| *k == "stream" && !v.is_empty());
+        if target == Target::Watch && (range.type_, range.subtype) == ("application", "yaml") && !streams {
+            return Err(ApiError::not_acceptable(
+                "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch",
+            ));
         }
-    )))
+    }
+    // A watch is a list first: the list's negotiation fails, with the list's media types.
+    Err(ApiError::not_acceptable(
+        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+    ))
 }
 
 fn acceptable(range: &Range, resource: &Resource, target: Target) -> Option<MediaType> {

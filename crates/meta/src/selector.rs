@@ -19,10 +19,10 @@
 //! be a key or a value; values may be empty (`a=`, `a in (,b)`). A NUL byte
 //! where a token would start ends the input, and inside a token ends that
 //! token, because kube's lexer reads NUL as its end-of-input marker. Keys must be
-//! label keys (an optional DNS-1123 subdomain prefix of at most 253 bytes and
-//! `/`, then a name of at most 63 bytes matching
+//! label keys (an optional DNS-1123 subdomain prefix of at most 253 characters
+//! and `/`, then a name of at most 63 characters matching
 //! `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`); values must be label values
-//! (at most 63 bytes, same character set, may be empty); `>` and `<` need a
+//! (at most 63 characters, same character set, may be empty); `>` and `<` need a
 //! base-10 `int64`. Requirements are ANDed and kept sorted by key, and
 //! [`LabelSelector`]'s `Display` is kube's canonical `String()` (sets printed
 //! sorted, `in`/`notin` with spaces around them).
@@ -40,9 +40,10 @@
 //! * `found 'c', expected: ',' or 'end of string'`,
 //! * `found '', expected: identifier after ','`.
 //!
-//! The key and value texts are those of `k8s.io/apimachinery/pkg/api/validate/content`
-//! (Kubernetes 1.34+): `a valid label key ...` and `must be no more than 63 bytes`.
-//! Releases up to 1.33 said `a qualified name ...` and `... 63 characters`.
+//! The key and value texts are those of `k8s.io/apimachinery/pkg/util/validation` in
+//! Kubernetes 1.32 (`IsQualifiedName`, `IsValidLabelValue`): `a qualified name ...` and
+//! `must be no more than 63 characters` (1.34 reworded them to `a valid label key ...` and
+//! `... 63 bytes`).
 //!
 //! # Field selectors (`k8s.io/apimachinery/pkg/fields`)
 //!
@@ -104,7 +105,7 @@ impl SelectorError {
 }
 
 // ---------------------------------------------------------------------------
-// Label keys and values (k8s.io/apimachinery/pkg/api/validate/content)
+// Label keys and values (k8s.io/apimachinery/pkg/util/validation, 1.32)
 // ---------------------------------------------------------------------------
 
 const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
@@ -116,9 +117,9 @@ const LABEL_VALUE_ERR_MSG: &str = "a valid label must be an empty string or cons
 /// Longest label value.
 pub const LABEL_VALUE_MAX_LENGTH: usize = 63;
 
-/// `must be no more than N bytes` (`content.MaxLenError`).
-fn max_bytes_error(length: usize) -> String {
-    format!("must be no more than {length} bytes")
+/// `must be no more than N characters` (`validation.MaxLenError`; Go counts bytes).
+fn max_len_error(length: usize) -> String {
+    crate::validation::max_len_error(length)
 }
 
 /// Whether `value` matches `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
@@ -134,7 +135,7 @@ fn matches_label_name(value: &str) -> bool {
     }
 }
 
-/// Problems with `key` as a label key (`content.IsLabelKey`).
+/// Problems with `key` as a label key (`validation.IsQualifiedName`).
 pub fn label_key_errors(key: &str) -> Vec<String> {
     let mut errors = Vec::new();
     let parts: Vec<&str> = key.split('/').collect();
@@ -145,7 +146,7 @@ pub fn label_key_errors(key: &str) -> Vec<String> {
                 errors.push("prefix part must be non-empty".to_owned());
             } else {
                 errors.extend(
-                    dns1123_subdomain_errors_in_bytes(prefix)
+                    crate::validation::is_dns1123_subdomain(prefix)
                         .into_iter()
                         .map(|message| format!("prefix part {message}")),
                 );
@@ -154,7 +155,7 @@ pub fn label_key_errors(key: &str) -> Vec<String> {
         }
         _ => {
             return vec![format!(
-                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
                 regex_error(LABEL_KEY_ERR_MSG, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
             )];
         }
@@ -162,7 +163,7 @@ pub fn label_key_errors(key: &str) -> Vec<String> {
     if name.is_empty() {
         errors.push("name part must be non-empty".to_owned());
     } else if name.len() > LABEL_KEY_NAME_MAX_LENGTH {
-        errors.push(format!("name part {}", max_bytes_error(LABEL_KEY_NAME_MAX_LENGTH)));
+        errors.push(format!("name part {}", max_len_error(LABEL_KEY_NAME_MAX_LENGTH)));
     }
     if !matches_label_name(name) {
         errors.push(format!(
@@ -173,25 +174,11 @@ pub fn label_key_errors(key: &str) -> Vec<String> {
     errors
 }
 
-/// `content.IsDNS1123Subdomain`: the DNS check with the `bytes` wording.
-fn dns1123_subdomain_errors_in_bytes(value: &str) -> Vec<String> {
-    crate::validation::is_dns1123_subdomain(value)
-        .into_iter()
-        .map(|message| {
-            if message == crate::validation::max_len_error(crate::validation::DNS1123_SUBDOMAIN_MAX_LENGTH) {
-                max_bytes_error(crate::validation::DNS1123_SUBDOMAIN_MAX_LENGTH)
-            } else {
-                message
-            }
-        })
-        .collect()
-}
-
-/// Problems with `value` as a label value (`content.IsLabelValue`).
+/// Problems with `value` as a label value (`validation.IsValidLabelValue`).
 pub fn label_value_errors(value: &str) -> Vec<String> {
     let mut errors = Vec::new();
     if value.len() > LABEL_VALUE_MAX_LENGTH {
-        errors.push(max_bytes_error(LABEL_VALUE_MAX_LENGTH));
+        errors.push(max_len_error(LABEL_VALUE_MAX_LENGTH));
     }
     if !value.is_empty() && !matches_label_name(value) {
         errors.push(regex_error(LABEL_VALUE_ERR_MSG, LABEL_VALUE_FMT, &["MyValue", "my_value", "12345"]));
@@ -1255,7 +1242,7 @@ mod tests {
         );
         assert_eq!(
             parse_err("a/b/c=1"),
-            "unable to parse requirement: <nil>: Invalid value: \"a/b/c\": a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            "unable to parse requirement: <nil>: Invalid value: \"a/b/c\": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         );
         assert_eq!(
             parse_err("/x"),
@@ -1275,14 +1262,14 @@ mod tests {
         assert_eq!(
             parse_err(&long_key),
             format!(
-                "unable to parse requirement: <nil>: Invalid value: \"{long_key}\": name part must be no more than 63 bytes"
+                "unable to parse requirement: <nil>: Invalid value: \"{long_key}\": name part must be no more than 63 characters"
             )
         );
         let long_prefix = format!("{}/x", "p".repeat(254));
         assert_eq!(
             parse_err(&long_prefix),
             format!(
-                "unable to parse requirement: <nil>: Invalid value: \"{long_prefix}\": prefix part must be no more than 253 bytes"
+                "unable to parse requirement: <nil>: Invalid value: \"{long_prefix}\": prefix part must be no more than 253 characters"
             )
         );
         assert_eq!(
@@ -1293,7 +1280,7 @@ mod tests {
         assert_eq!(
             parse_err(&format!("app={long_value}")),
             format!(
-                "unable to parse requirement: values[0][app]: Invalid value: \"{long_value}\": must be no more than 63 bytes"
+                "unable to parse requirement: values[0][app]: Invalid value: \"{long_value}\": must be no more than 63 characters"
             )
         );
         assert_eq!(

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::validation::go_quote;
+
 /// A `metav1.Status` object.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -168,7 +170,7 @@ impl ApiError {
 
     /// 404 `<resource> "<name>" not found`.
     pub fn not_found(gr: &GroupResource, name: &str) -> ApiError {
-        ApiError::new(404, "NotFound", format!("{gr} \"{name}\" not found"), Self::details(gr, name))
+        ApiError::new(404, "NotFound", format!("{gr} {} not found", go_quote(name)), Self::details(gr, name))
     }
 
     /// 404 for a path that names no resource.
@@ -183,7 +185,7 @@ impl ApiError {
 
     /// 409 `<resource> "<name>" already exists`.
     pub fn already_exists(gr: &GroupResource, name: &str) -> ApiError {
-        ApiError::new(409, "AlreadyExists", format!("{gr} \"{name}\" already exists"), Self::details(gr, name))
+        ApiError::new(409, "AlreadyExists", format!("{gr} {} already exists", go_quote(name)), Self::details(gr, name))
     }
 
     /// 409 `Operation cannot be fulfilled on <resource> "<name>": <why>`.
@@ -191,7 +193,7 @@ impl ApiError {
         ApiError::new(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {gr} \"{name}\": {why}"),
+            format!("Operation cannot be fulfilled on {gr} {}: {why}", go_quote(name)),
             Self::details(gr, name),
         )
     }
@@ -225,7 +227,7 @@ impl ApiError {
         };
         let details =
             StatusDetails { name: name.into(), group: group.into(), kind: kind.into(), causes, ..Default::default() };
-        ApiError::new(422, "Invalid", format!("{qualified} \"{name}\" is invalid{summary}"), Some(details))
+        ApiError::new(422, "Invalid", format!("{qualified} {} is invalid{summary}", go_quote(name)), Some(details))
     }
 
     /// kube's `NewGenericServerResponse(422, ...)`, what a patch that cannot apply answers: the
@@ -246,7 +248,7 @@ impl ApiError {
 
     /// 403 `<resource> "<name>" is forbidden: <why>`.
     pub fn forbidden(gr: &GroupResource, name: &str, why: &str) -> ApiError {
-        ApiError::new(403, "Forbidden", format!("{gr} \"{name}\" is forbidden: {why}"), Self::details(gr, name))
+        ApiError::new(403, "Forbidden", format!("{gr} {} is forbidden: {why}", go_quote(name)), Self::details(gr, name))
     }
 
     /// 405 `<verb> is not supported on resources of kind "<resource>"` (kube's wording).
@@ -275,17 +277,40 @@ impl ApiError {
         ApiError::new(413, "RequestEntityTooLarge", format!("Request entity too large: {}", message.into()), None)
     }
 
-    /// 415 for a request body type the server does not read.
-    pub fn unsupported_media_type(content_type: &str) -> ApiError {
+    /// 415 for a request body type the handler has no decoder for (kube's
+    /// `NewUnsupportedMediaTypeError` with the serializers' media types).
+    pub fn unsupported_media_type() -> ApiError {
+        Self::unsupported_media_type_of(&[
+            "application/json",
+            "application/yaml",
+            "application/vnd.kubernetes.protobuf",
+        ])
+    }
+
+    /// 415 naming the media types the handler reads (a PATCH's patch types).
+    pub fn unsupported_media_type_of(accepted: &[&str]) -> ApiError {
         ApiError::new(
             415,
             "UnsupportedMediaType",
             format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf{}",
-                if content_type.is_empty() { String::new() } else { format!(" (got {content_type:?})") }
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
             ),
             None,
         )
+    }
+
+    /// A refusal of go-restful's router (`415: Unsupported Media Type` for a Content-Type the
+    /// route does not consume, `406: Not Acceptable...`), which kube-apiserver's
+    /// `serviceErrorHandler` answers as a generic Status carrying the router's text.
+    pub fn router_refusal(code: u16, message: &str) -> ApiError {
+        let reason = match code {
+            406 => "NotAcceptable",
+            415 => "UnsupportedMediaType",
+            404 => "NotFound",
+            _ => "BadRequest",
+        };
+        ApiError::new(code, reason, message, Some(StatusDetails::default()))
     }
 
     /// 429 with `Retry-After`.

@@ -20,6 +20,8 @@
 //!   [`encode_watch_event`], [`frame`], and [`watch_event_prefix`] for writing the event header
 //!   in front of shared object bytes without copying them.
 //! * **Status.** [`encode_status`] enveloped metav1.Status, for error responses and ERROR events.
+//! * **Go's decode errors.** [`go_decode_error`] is what kube-apiserver's JSON decoder says
+//!   about a value of the wrong type for its Go field, word for word.
 //! * **Strict field validation.** [`check_json_fields`] lists a JSON body's unknown field
 //!   paths; [`unknown_field_error`], [`duplicate_field_error`] and [`strict_decoding_message`]
 //!   produce kube-apiserver's wording. Under `fieldValidation=Strict` a POST/PUT answers 400
@@ -38,6 +40,8 @@
 mod decode;
 mod encode;
 mod envelope;
+mod go_decode;
+mod go_values;
 mod path;
 mod schema;
 mod strict;
@@ -123,6 +127,16 @@ pub fn decode_object(group: &str, version: &str, kind: &str, bytes: &[u8]) -> Re
     let mut unknown_fields = Vec::new();
     decode::decode_fields(schema, message, &dynamic, &Path::ROOT, &mut unknown_fields, &mut object)?;
     Ok(DecodedObject { object: Value::Object(object), unknown_fields })
+}
+
+/// The error kube-apiserver's JSON decoder (sigs.k8s.io/json, Go's `encoding/json`) reports
+/// for `object` decoded into the kind's Go type, if any: the first value of the wrong JSON
+/// type (`json: cannot unmarshal number into Go struct field ConfigMap.data of type string`),
+/// bad base64, or the error of a time, quantity or int-or-string. Unknown fields are not
+/// errors here (see [`check_json_fields`]).
+pub fn go_decode_error(group: &str, version: &str, kind: &str, object: &Value) -> Result<Option<String>, ProtoError> {
+    let message = kind_index(group, version, kind)?;
+    Ok(object.as_object().and_then(|fields| go_decode::decode_error(&SCHEMA, message, fields)))
 }
 
 /// The paths of fields in a JSON body that the kind's schema does not define, in document

@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use super::{cm, cms, deployments, invalid, invalid_cm, ns_path, ok, post};
-use crate::bad_input::kube::{self, dns_label, dns_subdomain, max_len};
+use crate::bad_input::kube::{self, dns_label, dns_subdomain, label_value, max_len};
 use crate::bad_input::table::{Case, Expect};
 
 const CLASS: &str = "names";
@@ -87,18 +87,36 @@ pub fn rows() -> Vec<Case> {
             post(format!("{}?dryRun=All", cms()), &cm(json!({"generateName": "gen-"}), json!({}))),
             ok(201),
         ),
+        // The decoder's defaulting (`SetDefaults_Namespace`, pkg/apis/core/v1/defaults.go) has
+        // already set the `kubernetes.io/metadata.name` label to the name when
+        // `ValidateObjectMetaAccessor` (apimachinery pkg/api/validation/objectmeta.go) runs, so
+        // the label value fails too, on `metadata.labels`, after the name.
         Case::new(
             CLASS,
             "namespace named -ns",
             post("/api/v1/namespaces", &json!({"metadata": {"name": "-ns"}})),
-            invalid("Namespace", "", "-ns", &[kube::invalid("metadata.name", "-ns", &dns_label())])
-                .cause("metadata.name", "FieldValueInvalid"),
+            invalid(
+                "Namespace",
+                "",
+                "-ns",
+                &[kube::invalid("metadata.name", "-ns", &dns_label()), kube::invalid("metadata.labels", "-ns", &label_value())],
+            )
+            .cause("metadata.name", "FieldValueInvalid")
+            .cause("metadata.labels", "FieldValueInvalid"),
         ),
         Case::new(
             CLASS,
             "namespace name of 64 characters",
             post("/api/v1/namespaces", &json!({"metadata": {"name": "n".repeat(64)}})),
-            invalid("Namespace", "", &"n".repeat(64), &[kube::invalid("metadata.name", &"n".repeat(64), &max_len(63))]),
+            invalid(
+                "Namespace",
+                "",
+                &"n".repeat(64),
+                &[
+                    kube::invalid("metadata.name", &"n".repeat(64), &max_len(63)),
+                    kube::invalid("metadata.labels", &"n".repeat(64), &max_len(63)),
+                ],
+            ),
         ),
         Case::new(
             CLASS,
