@@ -288,6 +288,73 @@ mod tests {
         assert!(from_json::<Value>(text.as_bytes()).is_ok());
     }
 
+    fn cm() -> &'static Resource {
+        listwatch_meta::Registry.find_kind("", "ConfigMap").unwrap()
+    }
+
+    #[test]
+    fn summaries_are_kubes() {
+        assert_eq!(summarize(b""), "<empty>");
+        assert_eq!(summarize(b"{\"a\":1}"), "{\"a\":1}");
+        assert_eq!(summarize(&[b'{'; 31]), format!("{} ...", "{".repeat(30)));
+        assert_eq!(summarize(b"garbage"), "67617262616765");
+    }
+
+    #[test]
+    fn bodies_fail_with_the_json_serializers_words() {
+        let message = |body: &[u8]| parse_object(body, cm()).unwrap_err().status().message.clone();
+        let prefix = "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: ";
+        assert_eq!(message(b""), format!("{prefix}unexpected end of JSON input (<empty>)"));
+        assert_eq!(
+            message(b"{bad}"),
+            format!("{prefix}invalid character 'b' looking for beginning of object key string ({{bad}})")
+        );
+        assert_eq!(
+            message(b"42"),
+            format!("{prefix}json: cannot unmarshal number into Go value of type {} (3432)", kinds_find_kind_type())
+        );
+        assert_eq!(
+            message(br#"{"apiVersion":"v1","kind":"Secret"}"#),
+            "Secret in version \"v1\" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion"
+        );
+        // `null` is an empty object.
+        assert_eq!(parse_object(b"null", cm()).unwrap(), Map::new());
+    }
+
+    fn kinds_find_kind_type() -> &'static str {
+        r#"struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" }"#
+    }
+
+    #[test]
+    fn media_types_parse_as_gos_mime() {
+        assert_eq!(parse_media_type("Application/JSON; charset=utf-8").as_deref(), Some("application/json"));
+        assert_eq!(parse_media_type("application/json;").as_deref(), Some("application/json"));
+        assert_eq!(parse_media_type("a/b; x=\"q;\\\"\"; y=1").as_deref(), Some("a/b"));
+        assert_eq!(parse_media_type("garbage").as_deref(), Some("garbage"));
+        for bad in ["garbage;;;", "application/json; foo", "application/", "/json", "a/b/c", "a/b; x=1; x=2"] {
+            assert_eq!(parse_media_type(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn input_types_are_the_serializers() {
+        let with = |ct: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(http::header::CONTENT_TYPE, ct.parse().unwrap());
+            input_media_type(&headers)
+        };
+        assert_eq!(input_media_type(&HeaderMap::new()).unwrap(), "application/json");
+        assert_eq!(with("application/vnd.kubernetes.protobuf").unwrap(), "application/vnd.kubernetes.protobuf");
+        for refused in ["text/plain", "*/*", "garbage;;;", "application/json; foo"] {
+            let e = with(refused).unwrap_err();
+            assert_eq!(e.code(), 415, "{refused}");
+            assert_eq!(
+                e.status().message,
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+            );
+        }
+    }
+
     #[test]
     fn too_deep_objects_get_kubes_message() {
         let cm = listwatch_meta::Registry.find_kind("", "ConfigMap").unwrap();

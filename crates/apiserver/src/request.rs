@@ -407,4 +407,14 @@ mod tests {
         assert!(q.flag("c") && q.flag("d"));
         assert_eq!(q.optional_flag("missing"), None);
     }
+
+    #[test]
+    fn query_is_read_as_gos_parse_query() {
+        let q = Query::parse(Some("limit=%zz&a=1;b=2&c=x+y%2B&c=second&%41=z&&e"));
+        // A malformed escape or a `;` drops the pair; `+` is a space; the first value wins.
+        assert!(!q.has("limit") && !q.has("a") && !q.has("b"));
+        assert_eq!(q.get("c"), Some("x y+"));
+        assert_eq!(q.get("A"), Some("z"));
+        assert_eq!(q.get("e"), Some(""));
+    }
 }

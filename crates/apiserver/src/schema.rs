@@ -117,8 +117,8 @@ pub fn decode(
 }
 
 /// Why `value` does not fit the kind's types, as the encoder says it (`spec.replicas: expected
-/// an integer`); kube's text would be Go's (`json: cannot unmarshal string into Go struct
-/// field DeploymentSpec.spec.replicas of type int32`).
+/// an integer`): only for what Go's decoder accepts and the schema does not (see
+/// `listwatch_proto::go_decode_error`, which words everything else as kube does).
 fn undecodable_detail(resource: &Resource, value: &Value) -> String {
     match listwatch_proto::encode_object(resource.group, resource.version, resource.kind, value) {
         Err(e) => e.to_string(),

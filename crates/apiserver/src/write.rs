@@ -782,3 +782,41 @@ pub async fn delete_collection(w: WriteRequest<'_>) -> Result<HttpResponse, ApiE
     let body = encoder.list(&deleted, rv, None, None).into_pieces();
     Ok(response::with_body(200, encoder.content_type(), crate::body::Body::pieces(body)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn patch_kind(content_type: Option<&str>, content_length: Option<&str>) -> Result<PatchKind, ApiError> {
+        let mut headers = HeaderMap::new();
+        if let Some(ct) = content_type {
+            headers.insert(http::header::CONTENT_TYPE, ct.parse().unwrap());
+        }
+        if let Some(length) = content_length {
+            headers.insert(http::header::CONTENT_LENGTH, length.parse().unwrap());
+        }
+        PatchKind::from_headers(&headers)
+    }
+
+    #[test]
+    fn patch_types_route_as_go_restful_then_kubes_handler() {
+        assert_eq!(patch_kind(Some("application/merge-patch+json; charset=utf-8"), Some("2")), Ok(PatchKind::Merge));
+        assert_eq!(patch_kind(Some("application/json-patch+json"), None), Ok(PatchKind::Json));
+        let refusal = |ct, length| {
+            let e = patch_kind(ct, length).unwrap_err();
+            (e.code(), e.reason().to_owned(), e.status().message.clone())
+        };
+        let unsupported = (415, "UnsupportedMediaType".to_owned(), "415: Unsupported Media Type".to_owned());
+        assert_eq!(refusal(Some("text/plain"), Some("2")), unsupported);
+        assert_eq!(refusal(Some("application/json"), Some("2")), unsupported);
+        assert_eq!(refusal(None, Some("2")), unsupported);
+        // An empty body passes the Content-Type check and fails the Accept one.
+        assert_eq!(refusal(Some("text/plain"), Some("0")).0, 406);
+        assert_eq!(refusal(Some("text/plain"), None).2, "415: Unsupported Media Type\n\nAvailable representations: ");
+        // go-restful takes any listed type; kube's handler wants the whole header to be one.
+        assert_eq!(
+            refusal(Some("text/plain, application/merge-patch+json"), Some("2")).2,
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+        );
+    }
+}
