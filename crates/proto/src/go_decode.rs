@@ -13,11 +13,12 @@
 //!
 //! The Go types are read off the schema: `string`, `int32`, `[]uint8` for bytes, `v1.PodSpec`
 //! for a message (its package's last element and its name), `[]T` and `map[string]T`. Go's
-//! named scalar types (`v1.RestartPolicy`, `v1.ResourceList`) are not in the schema and are
-//! named by their underlying type here.
+//! named types the schema cannot show (`v1.RestartPolicy`, `v1.ResourceList`, `types.UID`)
+//! come from a table generated from the Go sources ([`crate::go_types`]).
 
 use serde_json::{Map, Value};
 
+use crate::go_types::NAMED_GO_TYPES;
 use crate::go_values::{base64_error, quantity_error, time_error};
 use crate::schema::{Cardinality, FieldPlan, Scalar, Schema, Special, ValueType};
 
@@ -68,6 +69,16 @@ fn field_go_type(schema: &Schema, field: &FieldPlan) -> String {
     }
 }
 
+/// The Go types of field `field` of message `message` (the field's, one element's) when they
+/// are named types the schema does not show.
+fn named_go_types(schema: &Schema, message: usize, field: &str) -> Option<(&'static str, &'static str)> {
+    let name = schema.messages[message].descriptor.full_name();
+    NAMED_GO_TYPES
+        .binary_search_by(|(m, f, _, _)| (*m, *f).cmp(&(name, field)))
+        .ok()
+        .map(|i| (NAMED_GO_TYPES[i].2, NAMED_GO_TYPES[i].3))
+}
+
 /// The decoder's state: where it is (Go's `errorContext`) and the first error it kept.
 struct Decoder<'s> {
     schema: &'s Schema,
@@ -110,46 +121,52 @@ impl Decoder<'_> {
             self.fields.push(key.clone());
             // A field of an embedded (inline) struct belongs to the outer struct for Go.
             self.go_struct = Some(message);
-            self.field(field, value)?;
+            let named = named_go_types(self.schema, found.message, key);
+            self.field(field, named, value)?;
             self.fields.pop();
             self.go_struct = outer;
         }
         Ok(())
     }
 
-    fn field(&mut self, field: &FieldPlan, value: &Value) -> Result<(), Stop> {
+    /// A field's value; `named`: the Go types of the field and of one element, where the
+    /// schema does not show them.
+    fn field(&mut self, field: &FieldPlan, named: Option<(&str, &str)>, value: &Value) -> Result<(), Stop> {
+        let element = named.map(|(_, element)| element);
         match (field.cardinality, value) {
             (_, Value::Null) => Ok(()),
-            (Cardinality::Single, value) => self.value(field.value, value),
+            (Cardinality::Single, value) => self.value(field.value, element, value),
             (Cardinality::Repeated, Value::Array(items)) => {
-                items.iter().try_for_each(|item| self.value(field.value, item))
+                items.iter().try_for_each(|item| self.value(field.value, element, item))
             }
             // Map keys are strings in every Kubernetes map; the key does not join the path.
             (Cardinality::Map { .. }, Value::Object(entries)) => {
-                entries.values().try_for_each(|entry| self.value(field.value, entry))
+                entries.values().try_for_each(|entry| self.value(field.value, element, entry))
             }
             (_, value) => {
-                let go_type = field_go_type(self.schema, field);
+                let go_type =
+                    named.map_or_else(|| field_go_type(self.schema, field), |(go_type, _)| go_type.to_owned());
                 self.save_type_error(json_kind(value), &go_type);
                 Ok(())
             }
         }
     }
 
-    fn value(&mut self, value_type: ValueType, value: &Value) -> Result<(), Stop> {
+    /// One value of `value_type` (Go type `named` when the schema does not show it).
+    fn value(&mut self, value_type: ValueType, named: Option<&str>, value: &Value) -> Result<(), Stop> {
         if value.is_null() {
             return Ok(());
         }
         match value_type {
             ValueType::Scalar(scalar) => {
-                self.scalar(scalar, value);
+                self.scalar(scalar, named.unwrap_or(scalar_go_type(scalar)), value);
                 Ok(())
             }
             ValueType::Message(message) => match (self.schema.messages[message].special, value) {
                 (Some(special), value) => special_error(special, value).map_or(Ok(()), |e| Err(Stop(e))),
                 (None, Value::Object(object)) => self.object(message, object),
                 (None, value) => {
-                    let go_type = value_go_type(self.schema, value_type);
+                    let go_type = named.map_or_else(|| value_go_type(self.schema, value_type), str::to_owned);
                     self.save_type_error(json_kind(value), &go_type);
                     Ok(())
                 }
@@ -157,8 +174,7 @@ impl Decoder<'_> {
         }
     }
 
-    fn scalar(&mut self, scalar: Scalar, value: &Value) {
-        let go_type = scalar_go_type(scalar);
+    fn scalar(&mut self, scalar: Scalar, go_type: &str, value: &Value) {
         match (scalar, value) {
             (Scalar::String, Value::String(_)) | (Scalar::Bool, Value::Bool(_)) => {}
             (Scalar::Bytes, Value::String(text)) => {
@@ -297,6 +313,31 @@ mod tests {
                 "Secret",
                 json!({"data": {"k": 1}}),
                 "json: cannot unmarshal number into Go struct field Secret.data of type []uint8",
+            ),
+            // Named types from the Go sources.
+            (
+                "",
+                "Pod",
+                json!({"spec": {"restartPolicy": 1}}),
+                "json: cannot unmarshal number into Go struct field PodSpec.spec.restartPolicy of type v1.RestartPolicy",
+            ),
+            (
+                "",
+                "Pod",
+                json!({"spec": {"containers": [{"resources": {"limits": []}}]}}),
+                "json: cannot unmarshal array into Go struct field ResourceRequirements.spec.containers.resources.limits of type v1.ResourceList",
+            ),
+            (
+                "",
+                "ConfigMap",
+                json!({"metadata": {"uid": 7}}),
+                "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.uid of type types.UID",
+            ),
+            (
+                "",
+                "Namespace",
+                json!({"spec": {"finalizers": [true]}}),
+                "json: cannot unmarshal bool into Go struct field NamespaceSpec.spec.finalizers of type v1.FinalizerName",
             ),
             // An UnmarshalJSON error ends the decoding and wins over a kept type error.
             (

@@ -41,6 +41,7 @@ mod decode;
 mod encode;
 mod envelope;
 mod go_decode;
+mod go_types;
 mod go_values;
 mod path;
 mod schema;
