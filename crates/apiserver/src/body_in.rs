@@ -234,27 +234,6 @@ pub fn parse_object(body: &[u8], resource: &Resource) -> Result<Map<String, Valu
     Ok(map)
 }
 
-/// A strategic merge patch's result naming another apiVersion or kind is refused with 400.
-pub fn check_type(map: &Map<String, Value>, resource: &Resource) -> Result<(), ApiError> {
-    let expected_version = resource.api_version();
-    if let Some(v) = map.get("apiVersion").and_then(Value::as_str).filter(|v| !v.is_empty())
-        && v != expected_version
-    {
-        return Err(ApiError::bad_request(format!(
-            "the API version in the data ({v}) does not match the expected API version ({expected_version})"
-        )));
-    }
-    if let Some(k) = map.get("kind").and_then(Value::as_str).filter(|k| !k.is_empty())
-        && k != resource.kind
-    {
-        return Err(ApiError::bad_request(format!(
-            "the kind in the data ({k}) does not match the expected kind ({})",
-            resource.kind
-        )));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,10 +42,12 @@ impl FieldValidation {
 }
 
 /// How a write's body is checked: a create or update (400 on strict errors) or a patch (422
-/// on the `patch` field, showing what `shown` renders: see `PatchKind::shown`).
+/// on the `patch` field, showing what `shown` renders: see `PatchKind::shown`). A strategic
+/// merge patch's result goes through kube's unstructured converter, not the JSON decoder, and
+/// is worded as the converter words it.
 pub enum Source<'a> {
     Body(&'a [u8]),
-    Patch { shown: &'a dyn Fn() -> String },
+    Patch { shown: &'a dyn Fn() -> String, strategic: bool },
 }
 
 /// kube's 422 for a patch whose result does not decode: `NewInvalid(GroupKind{}, "", ...)` on
@@ -64,14 +66,20 @@ pub fn decode(
     let value = Value::Object(object);
     let schema = has_schema(resource);
     // Values of the wrong Go type fail the decode itself, before any strict-decoding report.
-    if schema
-        && let Some(error) = listwatch_proto::go_decode_error(resource.group, resource.version, resource.kind, &value)
-            .map_err(ApiError::internal)?
-    {
-        return Err(match source {
-            Source::Body(_) => crate::body_in::cannot_be_handled(resource.kind, resource.version, resource, &error),
-            Source::Patch { shown } => patch_invalid(&shown(), &error),
-        });
+    if schema {
+        let (group, version, kind) = (resource.group, resource.version, resource.kind);
+        let error = match source {
+            Source::Patch { strategic: true, .. } => {
+                listwatch_proto::go_unstructured_error(group, version, kind, &value)
+            }
+            _ => listwatch_proto::go_decode_error(group, version, kind, &value),
+        };
+        if let Some(error) = error.map_err(ApiError::internal)? {
+            return Err(match source {
+                Source::Body(_) => crate::body_in::cannot_be_handled(kind, version, resource, &error),
+                Source::Patch { shown, .. } => patch_invalid(&shown(), &error),
+            });
+        }
     }
     let mut problems = Vec::new();
     if let Source::Body(body) = source {
@@ -82,6 +90,10 @@ pub fn decode(
             .map_err(ApiError::internal)?;
         problems.extend(unknown.iter().map(|p| listwatch_proto::unknown_field_error(p)));
     }
+    if let Source::Patch { strategic: true, .. } = source {
+        // The unstructured converter reports unknown fields sorted.
+        problems.sort();
+    }
     let mut warnings = Vec::new();
     if !problems.is_empty() {
         match validation {
@@ -89,7 +101,7 @@ pub fn decode(
                 let message = listwatch_proto::strict_decoding_message(resource.kind, resource.version, &problems);
                 return Err(match source {
                     Source::Body(_) => ApiError::bad_request(message),
-                    Source::Patch { shown } => {
+                    Source::Patch { shown, .. } => {
                         patch_invalid(&shown(), &format!("strict decoding error: {}", problems.join(", ")))
                     }
                 });
@@ -104,7 +116,7 @@ pub fn decode(
         match (normalize(resource, &value), &source) {
             (Ok(value), _) => value,
             // The patched object does not fit the kind's types: kube's 422 on `patch`.
-            (Err(_), Source::Patch { shown }) => {
+            (Err(_), Source::Patch { shown, .. }) => {
                 return Err(patch_invalid(&shown(), &undecodable_detail(resource, &value)));
             }
             (Err(e), Source::Body(_)) => return Err(e),

@@ -467,11 +467,11 @@ pub async fn patch(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
             ));
         };
         let shown = || kind.shown(&map, &patch);
-        if kind == PatchKind::Strategic {
-            body_in::check_type(&map, resource)?;
-        } else {
-            // The patched JSON is decoded as a body is: another kind fails, in the decoder's
-            // words, as kube's 422 on `patch`.
+        // The patched JSON is decoded as a body is: another kind fails, in the decoder's words,
+        // as kube's 422 on `patch`. A strategic merge patch's result is converted by Go type
+        // instead, so the apiVersion and kind it names are ignored.
+        let strategic = kind == PatchKind::Strategic;
+        if !strategic {
             let named = kinds::interpret(&Value::Object(map.clone()))
                 .map(|named| named.with_defaults(resource))
                 .and_then(|named| kinds::decode_failure(&named, resource, &shown(), &map));
@@ -479,7 +479,8 @@ pub async fn patch(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
                 return Err(schema::patch_invalid(&shown(), &detail));
             }
         }
-        let (map, found) = schema::decode(resource, map.clone(), schema::Source::Patch { shown: &shown }, validation)?;
+        let source = schema::Source::Patch { shown: &shown, strategic };
+        let (map, found) = schema::decode(resource, map.clone(), source, validation)?;
         warnings = found;
         Ok(map)
     })

@@ -34,7 +34,7 @@ fn json_kind(value: &Value) -> &'static str {
     }
 }
 
-fn scalar_go_type(scalar: Scalar) -> &'static str {
+pub(crate) fn scalar_go_type(scalar: Scalar) -> &'static str {
     match scalar {
         Scalar::String => "string",
         Scalar::Bytes => "[]uint8",
@@ -220,7 +220,7 @@ fn fits(scalar: Scalar, number: &serde_json::Number) -> bool {
 }
 
 /// The error of a special type's `UnmarshalJSON` for `value` (not null), if it fails.
-fn special_error(special: Special, value: &Value) -> Option<String> {
+pub(crate) fn special_error(special: Special, value: &Value) -> Option<String> {
     let std_type_error =
         |go_type: &str, found: &str| format!("json: cannot unmarshal {found} into Go value of type {go_type}");
     match (special, value) {

@@ -21,7 +21,8 @@
 //!   in front of shared object bytes without copying them.
 //! * **Status.** [`encode_status`] enveloped metav1.Status, for error responses and ERROR events.
 //! * **Go's decode errors.** [`go_decode_error`] is what kube-apiserver's JSON decoder says
-//!   about a value of the wrong type for its Go field, word for word.
+//!   about a value of the wrong type for its Go field, word for word; [`go_unstructured_error`]
+//!   what its unstructured converter says (strategic merge patches).
 //! * **Strict field validation.** [`check_json_fields`] lists a JSON body's unknown field
 //!   paths; [`unknown_field_error`], [`duplicate_field_error`] and [`strict_decoding_message`]
 //!   produce kube-apiserver's wording. Under `fieldValidation=Strict` a POST/PUT answers 400
@@ -42,6 +43,7 @@ mod encode;
 mod envelope;
 mod go_decode;
 mod go_types;
+mod go_unstructured;
 mod go_values;
 mod path;
 mod schema;
@@ -138,6 +140,19 @@ pub fn decode_object(group: &str, version: &str, kind: &str, bytes: &[u8]) -> Re
 pub fn go_decode_error(group: &str, version: &str, kind: &str, object: &Value) -> Result<Option<String>, ProtoError> {
     let message = kind_index(group, version, kind)?;
     Ok(object.as_object().and_then(|fields| go_decode::decode_error(&SCHEMA, message, fields)))
+}
+
+/// The error kube-apiserver's unstructured converter (`FromUnstructuredWithValidation`, what a
+/// strategic merge patch's result goes through) reports for `object` turned into the kind's
+/// Go type, if any (`cannot restore map from string`). Unknown fields are not errors here.
+pub fn go_unstructured_error(
+    group: &str,
+    version: &str,
+    kind: &str,
+    object: &Value,
+) -> Result<Option<String>, ProtoError> {
+    let message = kind_index(group, version, kind)?;
+    Ok(object.as_object().and_then(|fields| go_unstructured::unstructured_error(&SCHEMA, message, fields)))
 }
 
 /// The paths of fields in a JSON body that the kind's schema does not define, in document

@@ -187,11 +187,32 @@ pub fn rows() -> Vec<Case> {
             not_found("configmaps", "nope"),
         ),
         Case::new(CLASS, "strategic merge patch: truncated", smp("{"), bad_request("unexpected end of JSON input")),
+        // The result goes through the unstructured converter, whose words these are
+        // (apimachinery runtime/converter.go); the patch is shown as Go's %+v of its map.
         Case::new(
             CLASS,
             "strategic merge patch: data a string",
             smp(r#"{"data":"flat"}"#),
-            Expect::status(422, "Invalid").msg_has("patch: Invalid value: ").cause("patch", "FieldValueInvalid"),
+            Expect::status(422, "Invalid")
+                .msg(" \"\" is invalid: patch: Invalid value: \"map[data:flat]\": cannot restore map from string")
+                .cause("patch", "FieldValueInvalid"),
+        ),
+        // The converter sets the Go type's fields; the kind the map names is not looked at.
+        Case::new(
+            CLASS,
+            "strategic merge patch: kind Secret is ignored",
+            smp(r#"{"kind":"Secret"}"#),
+            Expect::code(200).json_at("/kind", json!("ConfigMap")),
+        ),
+        // A JSON or merge patch's result is decoded as a body is.
+        Case::new(
+            CLASS,
+            "merge patch: kind Widget",
+            merge_patch(cm1(), &json!({"kind": "Widget"})),
+            Expect::status(422, "Invalid")
+                .msg_has("patch: Invalid value: ")
+                .msg_has(": no kind \"Widget\" is registered for version \"v1\" in scheme \"pkg/api/legacyscheme/scheme.go:30\"")
+                .cause("patch", "FieldValueInvalid"),
         ),
     ]
 }
