@@ -15,3 +15,4 @@ mod semantics;
 mod transports;
 mod validation;
 mod watching;
+mod workloads;
