@@ -356,8 +356,9 @@ fn subresource(store: &ResourceStore, req: &ResourceRequest) -> Result<Option<Su
     }
 }
 
-/// 409 for a precondition (uid or resourceVersion) the stored object does not meet, with the
-/// storage error kube-apiserver embeds in the message.
+/// 409 for the uid of a PUT's body that the stored object does not have, with the storage
+/// error kube-apiserver embeds in the message (a delete's preconditions fail earlier, in
+/// `check_delete_preconditions`).
 fn precondition_failed(store: &ResourceStore, namespace: Option<&str>, name: &str, detail: &str) -> ApiError {
     let key = store.key(store.scope(namespace), name);
     ApiError::conflict(
