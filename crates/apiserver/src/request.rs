@@ -65,21 +65,27 @@ impl Verb {
     }
 }
 
-/// Query parameters, first value of each name (as Go's `url.Values.Get`).
+/// Query parameters: every value of each name, in order; `get` reads the first (as Go's
+/// `url.Values.Get`), `all` all of them (a `[]string` option such as `dryRun`).
 #[derive(Clone, Debug, Default)]
-pub struct Query(HashMap<String, String>);
+pub struct Query(HashMap<String, Vec<String>>);
 
 impl Query {
     pub fn parse(query: Option<&str>) -> Query {
-        let mut map = HashMap::new();
+        let mut map: HashMap<String, Vec<String>> = HashMap::new();
         for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-            map.entry(k.into_owned()).or_insert_with(|| v.into_owned());
+            map.entry(k.into_owned()).or_default().push(v.into_owned());
         }
         Query(map)
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(String::as_str)
+        self.0.get(name).and_then(|values| values.first()).map(String::as_str)
+    }
+
+    /// Every value of `name`, in the order the query gives them (empty when absent).
+    pub fn all(&self, name: &str) -> Vec<&str> {
+        self.0.get(name).map(|values| values.iter().map(String::as_str).collect()).unwrap_or_default()
     }
 
     pub fn has(&self, name: &str) -> bool {
@@ -101,7 +107,7 @@ impl Query {
     }
 
     pub fn insert(&mut self, name: &str, value: String) {
-        self.0.insert(name.into(), value);
+        self.0.insert(name.into(), vec![value]);
     }
 }
 
@@ -368,5 +374,13 @@ mod tests {
         assert!(!q.flag("a") && !q.flag("b") && !q.flag("missing"));
         assert!(q.flag("c") && q.flag("d"));
         assert_eq!(q.optional_flag("missing"), None);
+    }
+
+    #[test]
+    fn repeated_parameters() {
+        let q = Query::parse(Some("dryRun=All&x=1&dryRun=Bogus"));
+        assert_eq!(q.get("dryRun"), Some("All"));
+        assert_eq!(q.all("dryRun"), ["All", "Bogus"]);
+        assert!(q.all("missing").is_empty());
     }
 }
