@@ -28,6 +28,9 @@ export LISTWATCH_ETCD_ENDPOINTS=$(sed -n 's/^ENDPOINT=//p' <<<"$etcd_info")
 trap 'scripts/etcd.sh stop "$etcd_pid" >/dev/null 2>&1 || true' EXIT
 echo "test.sh: shared etcd at $LISTWATCH_ETCD_ENDPOINTS" >&2
 
+# Lints are part of the suite: the whole workspace, every target.
+cargo clippy --locked --workspace --all-targets -- -D warnings >&2
+
 # The end-to-end tests run the built binaries.
 cargo build --locked --workspace --bins >&2
 export LISTWATCH_BIN="$CARGO_TARGET_DIR/debug/listwatch"

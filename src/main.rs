@@ -25,7 +25,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the Kubernetes API.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Measure a server: watch fan-out, creates, LISTs (starts one unless --server is given).
     Bench(bench::BenchArgs),
     /// Run an informer on a resource: the cache filling, the synced moment, then events.
@@ -49,7 +49,7 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     match cli.command {
-        Command::Serve(args) => runtime.block_on(serve::run(args)),
+        Command::Serve(args) => runtime.block_on(serve::run(*args)),
         Command::Bench(args) => runtime.block_on(bench::run(args)),
         Command::Informer(args) => runtime.block_on(informer::run(args)),
     }

@@ -277,7 +277,7 @@ fn write_kubeconfigs(args: &ServeArgs, path: &std::path::Path, server: &str, sec
     if args.kubeconfig_merge {
         let target = kubeconfig::merge_target();
         kubeconfig::merge(&target, &entry)?;
-        eprintln!("context \"{}\" merged into {} (kubectl --context {0})", kubeconfig::NAME, target.display());
+        say(format_args!("context \"{}\" merged into {} (kubectl --context {0})", kubeconfig::NAME, target.display()));
     }
     Ok(())
 }
@@ -329,12 +329,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         listening = %listening.local,
         "serving the Kubernetes API on {server} from {described}"
     );
-    eprintln!("listwatch is serving on {server}; kubeconfig written to {}", kubeconfig.display());
-    eprintln!("try: kubectl --kubeconfig {} get pods", kubeconfig.display());
+    say(format_args!("listwatch is serving on {server}; kubeconfig written to {}", kubeconfig.display()));
+    say(format_args!("try: kubectl --kubeconfig {} get pods", kubeconfig.display()));
     serving.await?;
     if let Some(memory) = memory {
         memory.close();
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// A line for the person who started the server. Unlike `eprintln!`, a closed stderr (the
+/// terminal went away, a supervisor stopped reading) does not panic a running server.
+fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }

@@ -107,9 +107,15 @@ async fn status_codes(backend: Backend) {
         )
         .await;
     assert_status(&precondition, 409, "Conflict");
-    assert!(
-        precondition.1["message"].as_str().unwrap().contains("Precondition failed: UID in precondition: not-the-uid")
+    // rest.BeforeDelete names the kind, not the resource.
+    let uid = created.1["metadata"]["uid"].as_str().unwrap();
+    assert_eq!(
+        precondition.1["message"],
+        format!(
+            "Operation cannot be fulfilled on ConfigMap \"c\": the UID in the precondition (not-the-uid) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+        )
     );
+    assert_eq!(precondition.1["details"]["kind"], "ConfigMap");
     // 504: a resourceVersion storage has not reached (from storage: no Retry-After).
     let future = server.get(&format!("{CMS}?resourceVersion=99999999&limit=10")).await;
     assert_status(&future, 504, "Timeout");

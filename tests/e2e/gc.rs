@@ -43,6 +43,12 @@ fn rs_ref(name: &str, uid: &str) -> Value {
     json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": uid, "controller": true, "blockOwnerDeletion": true})
 }
 
+/// A reference to a ReplicaSet that owns without controlling (only one reference may be the
+/// controller).
+fn other_owner_ref(name: &str, uid: &str) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": uid, "blockOwnerDeletion": true})
+}
+
 fn pod(name: &str, owners: &[Value]) -> Value {
     json!({
         "metadata": {"name": name, "ownerReferences": owners},
@@ -118,7 +124,7 @@ async fn gc_dangling_owner_references(backend: Backend) {
             vec![json!({"apiVersion": "apps/v1beta1", "kind": "ReplicaSet", "name": "nope", "uid": MISSING_UID})],
         ),
         // Kept, without its dangling reference: one owner exists.
-        ("mixed", vec![rs_ref("web", uid(&web)), rs_ref("nope", MISSING_UID)]),
+        ("mixed", vec![rs_ref("web", uid(&web)), other_owner_ref("nope", MISSING_UID)]),
     ];
     for (name, owners) in &pods {
         create(&server, PODS, &pod(name, owners)).await;
@@ -154,7 +160,8 @@ async fn gc_dangling_owner_references(backend: Backend) {
 
     // One of two owners deleted (Background): the dependent stays with the other one.
     let second = create(&server, RSS, &replicaset("second")).await;
-    create(&server, PODS, &pod("two-owners", &[rs_ref("web", uid(&web)), rs_ref("second", uid(&second))])).await;
+    create(&server, PODS, &pod("two-owners", &[rs_ref("web", uid(&web)), other_owner_ref("second", uid(&second))]))
+        .await;
     let (code, body) = server.send("DELETE", &format!("{RSS}/second"), "application/json", "").await;
     assert_eq!(code, 200, "{body}");
     let reached = await_outcomes(

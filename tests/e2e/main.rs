@@ -16,3 +16,4 @@ mod semantics;
 mod transports;
 mod validation;
 mod watching;
+mod workloads;

@@ -266,9 +266,16 @@ async fn propagation_policies(backend: Backend) {
     let server = Server::start("semantics-gc", backend, &[]).await;
     let owned_by = |owner: &Value| json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"], "controller": true, "blockOwnerDeletion": true}]);
     for (policy, name) in [("Background", "bg"), ("Foreground", "fg"), ("Orphan", "orphan")] {
-        let (_, owner) = server.post_json(DEPLOYS, &json!({"metadata": {"name": name}, "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}}}})).await;
-        let (code, _) = server.post_json(RSS, &json!({"metadata": {"name": format!("{name}-rs"), "ownerReferences": owned_by(&owner)}, "spec": {"selector": {"matchLabels": {"a": "b"}}}})).await;
-        assert_eq!(code, 201);
+        let spec = json!({"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}});
+        let (code, owner) = server.post_json(DEPLOYS, &json!({"metadata": {"name": name}, "spec": spec})).await;
+        assert_eq!(code, 201, "{owner}");
+        let (code, rs) = server
+            .post_json(
+                RSS,
+                &json!({"metadata": {"name": format!("{name}-rs"), "ownerReferences": owned_by(&owner)}, "spec": spec}),
+            )
+            .await;
+        assert_eq!(code, 201, "{rs}");
         let mut w = Watch::open(
             &server,
             &format!("{RSS}?watch=1&fieldSelector=metadata.name%3D{name}-rs&resourceVersion={}", rv(&owner)),

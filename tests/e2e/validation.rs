@@ -72,6 +72,15 @@ const MERGE: &str = "application/merge-patch+json";
 const STRATEGIC: &str = "application/strategic-merge-patch+json";
 const JSON_PATCH: &str = "application/json-patch+json";
 
+/// A Deployment's or ReplicaSet's spec that is valid but for its replica count.
+fn workload_spec(replicas: i64) -> Value {
+    json!({
+        "replicas": replicas,
+        "selector": {"matchLabels": {"app": "w"}},
+        "template": {"metadata": {"labels": {"app": "w"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    })
+}
+
 async fn resource_version(server: &Server, path: &str) -> String {
     let (code, body) = server.get(path).await;
     assert_eq!(code, 200, "{body}");
@@ -166,7 +175,8 @@ async fn metadata_is_validated_on_every_write(backend: Backend) {
     assert_eq!(resource_version(&server, &path).await, rv);
 
     // Other kinds too, on their own name: a Deployment's update.
-    let deployment = server.post_json(DEPLOYMENTS, &json!({"metadata": {"name": "d1"}, "spec": {"replicas": 1}})).await;
+    let deployment =
+        server.post_json(DEPLOYMENTS, &json!({"metadata": {"name": "d1"}, "spec": workload_spec(1)})).await;
     assert_eq!(deployment.0, 201, "{}", deployment.1);
     let patched =
         patch(&server, &format!("{DEPLOYMENTS}/d1"), MERGE, &json!({"metadata": {"labels": {"a b": "c"}}})).await;
@@ -266,7 +276,7 @@ async fn config_map_and_secret_data_are_validated(backend: Backend) {
 
 async fn replicas_may_not_be_negative(backend: Backend) {
     let server = Server::start("validation-replicas", backend, &[]).await;
-    let negative = server.post_json(DEPLOYMENTS, &json!({"metadata": {"name": "d"}, "spec": {"replicas": -1}})).await;
+    let negative = server.post_json(DEPLOYMENTS, &json!({"metadata": {"name": "d"}, "spec": workload_spec(-1)})).await;
     let message =
         "Deployment.apps \"d\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0";
     assert_status(&negative, 422, "Invalid", message);
@@ -275,7 +285,7 @@ async fn replicas_may_not_be_negative(backend: Backend) {
         vec![cause("spec.replicas", "FieldValueInvalid", "Invalid value: -1: must be greater than or equal to 0")]
     );
     let replicasets = "/apis/apps/v1/namespaces/default/replicasets";
-    let rs = server.post_json(replicasets, &json!({"metadata": {"name": "r"}, "spec": {"replicas": -3}})).await;
+    let rs = server.post_json(replicasets, &json!({"metadata": {"name": "r"}, "spec": workload_spec(-3)})).await;
     assert_status(
         &rs,
         422,
@@ -284,7 +294,7 @@ async fn replicas_may_not_be_negative(backend: Backend) {
     );
     assert_eq!(server.get(&format!("{replicasets}/r")).await.0, 404);
 
-    let created = server.post_json(DEPLOYMENTS, &json!({"metadata": {"name": "d"}, "spec": {"replicas": 2}})).await;
+    let created = server.post_json(DEPLOYMENTS, &json!({"metadata": {"name": "d"}, "spec": workload_spec(2)})).await;
     assert_eq!(created.0, 201, "{}", created.1);
     let path = format!("{DEPLOYMENTS}/d");
     let rv = resource_version(&server, &path).await;
@@ -493,11 +503,12 @@ async fn preconditions_and_delete_options(backend: Backend) {
     // A resourceVersion precondition is compared as a string.
     let stale = delete(r#"{"preconditions":{"resourceVersion":"abc"}}"#).await;
     assert_eq!(stale.0, 409, "{}", stale.1);
-    assert!(
-        stale.1["message"]
-            .as_str()
-            .unwrap()
-            .contains("Precondition failed: ResourceVersion in precondition: abc, ResourceVersion in object meta: ")
+    let current = resource_version(&server, &path).await;
+    assert_eq!(
+        stale.1["message"],
+        format!(
+            "Operation cannot be fulfilled on ConfigMap \"p\": the ResourceVersion in the precondition (abc) does not match the ResourceVersion in record ({current}). The object might have been modified"
+        )
     );
     // A DeleteOptions of any group and version is one.
     let deleted = server

@@ -251,7 +251,8 @@ fn delete_options_from_query(query: &Query) -> Result<RawDeleteOptions, ApiError
         raw.orphan_dependents = Some(query.flag("orphanDependents"));
     }
     raw.propagation_policy = query.get("propagationPolicy").map(String::from);
-    raw.dry_run = query.get("dryRun").map(|v| vec![v.to_owned()]);
+    let dry_run = query.all("dryRun");
+    raw.dry_run = (!dry_run.is_empty()).then(|| dry_run.into_iter().map(String::from).collect());
     raw.precondition_uid = query.get("uid").filter(|v| !v.is_empty()).map(String::from);
     raw.precondition_rv = query.get("resourceVersion").filter(|v| !v.is_empty()).map(String::from);
     Ok(raw)

@@ -65,29 +65,35 @@ impl Verb {
     }
 }
 
-/// Query parameters, first value of each name (as Go's `url.Values.Get`).
+/// Query parameters: every value of each name, in order; `get` reads the first (as Go's
+/// `url.Values.Get`), `all` all of them (a `[]string` option such as `dryRun`).
 #[derive(Clone, Debug, Default)]
-pub struct Query(HashMap<String, String>);
+pub struct Query(HashMap<String, Vec<String>>);
 
 impl Query {
     /// Parses a raw query as Go's `url.ParseQuery` does (what `req.URL.Query()` gives kube):
     /// pairs split on `&`, `+` is a space, a pair holding a `;` or a malformed `%` escape is
     /// dropped.
     pub fn parse(query: Option<&str>) -> Query {
-        let mut map = HashMap::new();
+        let mut map: HashMap<String, Vec<String>> = HashMap::new();
         for pair in query.unwrap_or("").split('&') {
             if pair.is_empty() || pair.contains(';') {
                 continue;
             }
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             let (Some(key), Some(value)) = (query_unescape(key), query_unescape(value)) else { continue };
-            map.entry(key).or_insert(value);
+            map.entry(key).or_default().push(value);
         }
         Query(map)
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(String::as_str)
+        self.0.get(name).and_then(|values| values.first()).map(String::as_str)
+    }
+
+    /// Every value of `name`, in the order the query gives them (empty when absent).
+    pub fn all(&self, name: &str) -> Vec<&str> {
+        self.0.get(name).map(|values| values.iter().map(String::as_str).collect()).unwrap_or_default()
     }
 
     pub fn has(&self, name: &str) -> bool {
@@ -109,7 +115,7 @@ impl Query {
     }
 
     pub fn insert(&mut self, name: &str, value: String) {
-        self.0.insert(name.into(), value);
+        self.0.insert(name.into(), vec![value]);
     }
 }
 
@@ -411,10 +417,19 @@ mod tests {
     #[test]
     fn query_is_read_as_gos_parse_query() {
         let q = Query::parse(Some("limit=%zz&a=1;b=2&c=x+y%2B&c=second&%41=z&&e"));
-        // A malformed escape or a `;` drops the pair; `+` is a space; the first value wins.
+        // A malformed escape or a `;` drops the pair; `+` is a space; `get` reads the first.
         assert!(!q.has("limit") && !q.has("a") && !q.has("b"));
         assert_eq!(q.get("c"), Some("x y+"));
+        assert_eq!(q.all("c"), ["x y+", "second"]);
         assert_eq!(q.get("A"), Some("z"));
         assert_eq!(q.get("e"), Some(""));
+    }
+
+    #[test]
+    fn repeated_parameters() {
+        let q = Query::parse(Some("dryRun=All&x=1&dryRun=Bogus"));
+        assert_eq!(q.get("dryRun"), Some("All"));
+        assert_eq!(q.all("dryRun"), ["All", "Bogus"]);
+        assert!(q.all("missing").is_empty());
     }
 }

@@ -359,7 +359,10 @@ fn allowed_methods(state: &ApiState, path: &str, query: &Query) -> Vec<&'static 
         (Method::PUT, "PUT"),
     ]
     .into_iter()
-    .filter(|(method, _)| request::parse(method, path, query).is_some_and(|r| resolve(state, &r).is_ok()))
+    .filter(|(method, _)| {
+        request::parse(method, path, query)
+            .is_some_and(|r| (!r.legacy_watch || *method == Method::GET) && resolve(state, &r).is_ok())
+    })
     .map(|(_, name)| name)
     .collect()
 }

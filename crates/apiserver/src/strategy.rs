@@ -11,13 +11,17 @@
 //! * update of `/status`: only `.status` changes;
 //! * validation (kube's `strategy.Validate` / `ValidateUpdate` with the registry's common
 //!   checks): metadata (labels, annotations, finalizers, no new finalizers while deleting, an
-//!   immutable uid) and the kind's own rules, reported as kube reports them, repeats included
-//!   (kube checks metadata of an update up to four times and lists each finding each time).
+//!   immutable uid, owner references) and the kind's own rules (ConfigMap and Secret data, pod
+//!   specs, workload selectors and templates), then on update what may not change (immutable
+//!   data, a Secret's type, a pod's spec, a workload's selector), reported as kube reports
+//!   them, repeats included (kube checks metadata of an update up to four times and lists each
+//!   finding each time).
 
 use listwatch_meta::registry::Subresource;
 use listwatch_meta::validation::FieldError;
 use listwatch_meta::write_validation::{self, go_string_slice};
 use listwatch_meta::{ApiError, Resource};
+use listwatch_meta::{apps_validation, pod_validation};
 use serde_json::{Map, Value, json};
 
 /// Metadata fields only the server sets.
@@ -222,7 +226,12 @@ fn validate_kind(resource: &Resource, object: &Map<String, Value>) -> Vec<FieldE
     match (resource.group, resource.kind) {
         ("", "ConfigMap") => write_validation::validate_config_map(object),
         ("", "Secret") => write_validation::validate_secret(object),
-        ("apps", "Deployment" | "ReplicaSet") => write_validation::validate_replicas(object),
+        ("", "Pod") => {
+            let spec = object.get("spec").and_then(Value::as_object).cloned().unwrap_or_default();
+            pod_validation::validate_pod_spec(&spec, "spec")
+        }
+        ("apps", "Deployment") => apps_validation::validate_deployment(object),
+        ("apps", "ReplicaSet") => apps_validation::validate_replica_set(object),
         _ => Vec::new(),
     }
 }
@@ -236,10 +245,35 @@ pub fn validate_create(resource: &Resource, object: &Map<String, Value>) -> Vec<
 }
 
 /// Kinds whose update validation runs their create validation again (`ValidateConfigMapUpdate`
-/// calls `ValidateConfigMap`, and so on), so their metadata findings are listed once more.
+/// calls `ValidateConfigMap`, `ValidatePodUpdate` validates the pod's metadata and spec, and so
+/// on), so their metadata findings are listed once more.
 fn update_revalidates_create(resource: &Resource) -> bool {
     resource.group.is_empty()
-        && matches!(resource.kind, "ConfigMap" | "Secret" | "ServiceAccount" | "Service" | "Endpoints")
+        && matches!(resource.kind, "ConfigMap" | "Secret" | "ServiceAccount" | "Service" | "Endpoints" | "Pod")
+}
+
+/// The rules of the kind's `ValidateUpdate` that compare the new object with the old one, in
+/// the place kube checks them: before the create validation runs again.
+fn validate_kind_update(resource: &Resource, old: &Map<String, Value>, new: &Map<String, Value>) -> Vec<FieldError> {
+    match (resource.group, resource.kind) {
+        ("", "ConfigMap") => write_validation::validate_immutable_data(old, new, &["data", "binaryData"]),
+        ("", "Secret") => write_validation::validate_secret_update(old, new),
+        _ => Vec::new(),
+    }
+}
+
+/// The rules of the kind's `ValidateUpdate` that kube checks after the new object's own.
+fn validate_kind_update_last(
+    resource: &Resource,
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+) -> Vec<FieldError> {
+    match (resource.group, resource.kind) {
+        ("", "Pod") => pod_validation::validate_pod_update(old, new),
+        // The apps/v1 strategies refuse a new selector (only extensions/v1beta1 allowed one).
+        ("apps", "Deployment" | "ReplicaSet") => apps_validation::validate_selector_update(old, new),
+        _ => Vec::new(),
+    }
 }
 
 /// `ValidateObjectMetaAccessorUpdate`: no new finalizers while the object is being deleted,
@@ -279,6 +313,9 @@ fn validate_meta_update(old: &Map<String, Value>, new: &Map<String, Value>) -> V
     if let Some(annotations) = new.get("annotations").and_then(Value::as_object) {
         errors.extend(write_validation::validate_annotations(annotations, "metadata.annotations"));
     }
+    if let Some(references) = new.get("ownerReferences").and_then(Value::as_array) {
+        errors.extend(write_validation::validate_owner_references(references, "metadata.ownerReferences"));
+    }
     errors
 }
 
@@ -293,9 +330,11 @@ pub fn validate_update(resource: &Resource, old: &Map<String, Value>, new: &Map<
     let mut errors = common.clone();
     errors.extend(update.iter().cloned());
     errors.extend(update);
+    errors.extend(validate_kind_update(resource, old, new));
     if update_revalidates_create(resource) {
         errors.extend(common);
     }
     errors.extend(validate_kind(resource, new));
+    errors.extend(validate_kind_update_last(resource, old, new));
     errors
 }

@@ -67,10 +67,11 @@ impl OptionsKind {
 /// `dryRun` from the query: absent is no dry run, and every value must be `All` (an empty
 /// value too is refused, as kube refuses `[]string{""}`).
 fn query_dry_run(query: &Query) -> (bool, Vec<FieldError>) {
-    match query.get("dryRun") {
-        None => (false, Vec::new()),
-        Some(value) => (true, write_validation::validate_dry_run(&[value])),
+    let values = query.all("dryRun");
+    if values.is_empty() {
+        return (false, Vec::new());
     }
+    (true, write_validation::validate_dry_run(&values))
 }
 
 /// `dryRun`, `fieldManager`, `fieldValidation` (and `force` for patches) of a create, update or
@@ -356,8 +357,9 @@ fn subresource(store: &ResourceStore, req: &ResourceRequest) -> Result<Option<Su
     }
 }
 
-/// 409 for a precondition (uid or resourceVersion) the stored object does not meet, with the
-/// storage error kube-apiserver embeds in the message.
+/// 409 for the uid of a PUT's body that the stored object does not have, with the storage
+/// error kube-apiserver embeds in the message (a delete's preconditions fail earlier, in
+/// `check_delete_preconditions`).
 fn precondition_failed(store: &ResourceStore, namespace: Option<&str>, name: &str, detail: &str) -> ApiError {
     let key = store.key(store.scope(namespace), name);
     ApiError::conflict(
@@ -386,6 +388,8 @@ async fn update_to(
     let sub = subresource(store, req)?;
     guaranteed_update(store, namespace, name, None, dry_run, |existing| {
         let mut new = make_new(existing)?;
+        // A patch can name another namespace (kube's patcher checks it like a PUT's body).
+        reconcile_namespace(store, &mut new, namespace)?;
         check_name_matches(&new, name)?;
         if uid_precondition
             && let Some(uid) = meta_str(&new, "uid").filter(|uid| !uid.is_empty())
@@ -636,6 +640,62 @@ pub enum Deletion {
     Pending(Arc<Object>),
 }
 
+/// The preconditions of a delete, checked as kube checks them before storage does: a 409 that
+/// names the kind and both values (`rest.BeforeDelete`), or for a namespace, whose registry
+/// checks them itself, one in the storage's words on the resource.
+fn check_delete_preconditions(
+    resource: &listwatch_meta::Resource,
+    options: &DeleteOptions,
+    existing: &Object,
+) -> Result<(), ApiError> {
+    let name = existing.name();
+    let namespace_registry = resource.group.is_empty() && resource.kind == "Namespace";
+    let conflict = |detail: String| {
+        if namespace_registry {
+            ApiError::conflict(&resource.group_resource(), name, &format!("Precondition failed: {detail}"))
+        } else {
+            ApiError::conflict(&listwatch_meta::GroupResource::new(resource.group, resource.kind), name, &detail)
+        }
+    };
+    if let Some(uid) = &options.precondition_uid
+        && uid != existing.uid()
+    {
+        return Err(conflict(if namespace_registry {
+            format!("UID in precondition: {uid}, UID in object meta: {}", existing.uid())
+        } else {
+            format!(
+                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
+                existing.uid()
+            )
+        }));
+    }
+    let rv_precondition = options.precondition_rv.map(|rv| rv.to_string()).or(options.precondition_rv_text.clone());
+    let stored = existing.resource_version().to_string();
+    if let Some(rv) = &rv_precondition
+        && *rv != stored
+    {
+        return Err(conflict(if namespace_registry {
+            format!("ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {stored}")
+        } else {
+            format!(
+                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({stored}). The object might have been modified"
+            )
+        }));
+    }
+    Ok(())
+}
+
+/// The namespaces the NamespaceLifecycle admission plugin keeps from being deleted.
+const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
+/// NamespaceLifecycle's refusal to delete an immortal namespace (dry run or not).
+fn check_namespace_deletable(resource: &listwatch_meta::Resource, name: &str) -> Result<(), ApiError> {
+    if resource.group.is_empty() && resource.kind == "Namespace" && IMMORTAL_NAMESPACES.contains(&name) {
+        return Err(ApiError::forbidden(&resource.group_resource(), name, "this namespace may not be deleted"));
+    }
+    Ok(())
+}
+
 /// Deletes one object with kube's semantics (preconditions, finalizers, graceful deletion).
 pub async fn delete_one(
     state: &ApiState,
@@ -651,30 +711,7 @@ pub async fn delete_one(
     for _ in 0..MAX_UPDATE_ATTEMPTS {
         let Some(kv) = current.take() else { return Err(ApiError::not_found(&gr, name)) };
         let existing = Object::from_storage(resource, &kv.value, kv.mod_revision).map_err(ApiError::internal)?;
-        if let Some(uid) = &options.precondition_uid
-            && uid != existing.uid()
-        {
-            return Err(precondition_failed(
-                store,
-                namespace,
-                name,
-                &format!("UID in precondition: {uid}, UID in object meta: {}", existing.uid()),
-            ));
-        }
-        let rv_precondition = options.precondition_rv.map(|rv| rv.to_string()).or(options.precondition_rv_text.clone());
-        if let Some(rv) = &rv_precondition
-            && *rv != existing.resource_version().to_string()
-        {
-            return Err(precondition_failed(
-                store,
-                namespace,
-                name,
-                &format!(
-                    "ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                    existing.resource_version()
-                ),
-            ));
-        }
+        check_delete_preconditions(resource, options, &existing)?;
         let mut object = editable(&existing);
         let policy = state.deletion_policy(resource, &object, options);
         if policy.keep {
@@ -743,6 +780,7 @@ pub async fn delete(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     }
     let options = delete_options(query, &body)?;
     let name = req.name.as_deref().expect("DELETE has a name");
+    check_namespace_deletable(store.resource, name)?;
     match delete_one(state, store, req.namespace.as_deref(), name, &options).await? {
         Deletion::Pending(object) => Ok(respond(store, media, 200, &object)),
         Deletion::Deleted(object) if store.resource.delete_returns_object => Ok(respond(store, media, 200, &object)),

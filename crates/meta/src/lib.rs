@@ -1,9 +1,11 @@
 //! Kubernetes API machinery shared by the server and its tests: the pieces of
 //! `k8s.io/apimachinery` that listwatch needs, written for JSON objects.
 
+pub mod apps_validation;
 pub mod continue_token;
 pub mod go_json;
 pub mod object;
+pub mod pod_validation;
 pub mod registry;
 pub mod selector;
 pub mod status;

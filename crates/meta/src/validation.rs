@@ -368,6 +368,11 @@ impl FieldError {
         FieldError::with_value(field, FieldErrorType::NotSupported, value, &detail)
     }
 
+    /// `field.Duplicate` for a string value: `Duplicate value: "<value>"`.
+    pub fn duplicate(field: impl Into<String>, value: &str) -> FieldError {
+        FieldError::with_value(field, FieldErrorType::Duplicate, &go_quote(value), "")
+    }
+
     /// `field.TooLong`: `Too long: may not be more than <max> bytes` (the value is never shown).
     pub fn too_long(field: impl Into<String>, max_bytes: usize) -> FieldError {
         let unit = if max_bytes == 1 { "byte" } else { "bytes" };

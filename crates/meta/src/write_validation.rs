@@ -6,12 +6,15 @@
 //!   `k8s.io/apimachinery/pkg/api/validation/objectmeta.go`): label keys are qualified names
 //!   and label values label values ([`validate_labels`]), annotation keys qualified names once
 //!   lowercased and all annotations together at most 256 KiB ([`validate_annotations`]),
-//!   finalizers qualified names ([`validate_finalizers`]). Every label error is reported on
-//!   `metadata.labels` itself, not on the key, as kube does.
+//!   finalizers qualified names ([`validate_finalizers`]), owner references complete and at
+//!   most one of them the controller ([`validate_owner_references`]). Every label error is
+//!   reported on `metadata.labels` itself, not on the key, as kube does.
 //! * ConfigMap and Secret data (`pkg/apis/core/validation`): keys must pass
 //!   [`is_config_map_key`], the values together fit in 1 MiB, and a ConfigMap key may not be
-//!   in both `data` and `binaryData` ([`validate_config_map`], [`validate_secret`]).
-//! * Replica counts of Deployments and ReplicaSets may not be negative ([`validate_replicas`]).
+//!   in both `data` and `binaryData` ([`validate_config_map`], [`validate_secret`]); a Secret of
+//!   a built-in type has the keys its type needs ([`validate_secret_type`]); an update keeps a
+//!   Secret's type and the data of an `immutable` ConfigMap or Secret
+//!   ([`validate_secret_update`], [`validate_immutable_data`]).
 //! * The options of creates, updates, patches and deletes
 //!   (`k8s.io/apimachinery/pkg/apis/meta/v1/validation`): `fieldManager`
 //!   ([`validate_field_manager`]), `dryRun` ([`validate_dry_run`]), `fieldValidation`
@@ -182,8 +185,96 @@ pub fn validate_finalizers(finalizers: &[Value], path: &str) -> Vec<FieldError> 
     errors
 }
 
+/// The group and version of an `apiVersion` as Go's `schema.ParseGroupVersion` splits it;
+/// one that does not parse (two slashes) has neither.
+fn parse_group_version(api_version: &str) -> (&str, &str) {
+    if api_version == "/" {
+        return ("", "");
+    }
+    match api_version.split_once('/') {
+        None => ("", api_version),
+        Some((group, version)) if !version.contains('/') => (group, version),
+        Some(_) => ("", ""),
+    }
+}
+
+/// Go's `%#v` of a `*bool`: `(*bool)(nil)`, or a pointer, whose address kube prints and
+/// nobody can predict; a fixed one stands in for it.
+fn go_bool_pointer(value: Option<&Value>) -> &'static str {
+    match value {
+        Some(Value::Bool(_)) => "(*bool)(0xc000000000)",
+        _ => "(*bool)(nil)",
+    }
+}
+
+/// Go's `%#v` of a `metav1.OwnerReference`, as kube shows it in an `Invalid value`.
+fn go_owner_reference(reference: &Map<String, Value>) -> String {
+    let text = |field: &str| crate::validation::go_quote(reference.get(field).and_then(Value::as_str).unwrap_or(""));
+    format!(
+        "v1.OwnerReference{{APIVersion:{}, Kind:{}, Name:{}, UID:{}, Controller:{}, BlockOwnerDeletion:{}}}",
+        text("apiVersion"),
+        text("kind"),
+        text("name"),
+        text("uid"),
+        go_bool_pointer(reference.get("controller")),
+        go_bool_pointer(reference.get("blockOwnerDeletion")),
+    )
+}
+
+/// `ValidateOwnerReferences`: each reference names a version, a kind, a name and a uid (every
+/// finding on the list's path plus the field, without an index, as kube reports it), no Event
+/// owns anything, and at most one reference is the controller.
+pub fn validate_owner_references(references: &[Value], path: &str) -> Vec<FieldError> {
+    let empty = Map::new();
+    let mut errors = Vec::new();
+    let mut first_controller: Option<String> = None;
+    for reference in references {
+        let reference = reference.as_object().unwrap_or(&empty);
+        let text = |field: &str| reference.get(field).and_then(Value::as_str).unwrap_or("");
+        let (group, version) = parse_group_version(text("apiVersion"));
+        let kind = text("kind");
+        if version.is_empty() {
+            errors.push(FieldError::invalid(
+                format!("{path}.apiVersion"),
+                text("apiVersion"),
+                "version must not be empty",
+            ));
+        }
+        for (field, what) in [("kind", "kind"), ("name", "name"), ("uid", "uid")] {
+            if text(field).is_empty() {
+                errors.push(FieldError::invalid(format!("{path}.{field}"), "", &format!("{what} must not be empty")));
+            }
+        }
+        if group.is_empty() && version == "v1" && kind == "Event" {
+            errors.push(FieldError::invalid_raw(
+                path,
+                &go_owner_reference(reference),
+                &format!("{group}/{version}, Kind={kind} is disallowed from being an owner"),
+            ));
+        }
+        if reference.get("controller").and_then(Value::as_bool) == Some(true) {
+            let name = format!("{kind}/{}", text("name"));
+            match &first_controller {
+                Some(first) => {
+                    let all: Vec<String> =
+                        references.iter().map(|r| go_owner_reference(r.as_object().unwrap_or(&empty))).collect();
+                    errors.push(FieldError::invalid_raw(
+                        path,
+                        &format!("[]v1.OwnerReference{{{}}}", all.join(", ")),
+                        &format!(
+                            "Only one reference can have Controller set to true. Found \"true\" in references for {first} and {name}"
+                        ),
+                    ));
+                }
+                None => first_controller = Some(name),
+            }
+        }
+    }
+    errors
+}
+
 /// The part of `ValidateObjectMetaAccessor` that is the same on create and update and that
-/// the server does not set itself: labels, annotations and finalizers.
+/// the server does not set itself: labels, annotations, owner references and finalizers.
 pub fn validate_object_meta(metadata: &Map<String, Value>) -> Vec<FieldError> {
     let mut errors = Vec::new();
     if let Some(labels) = metadata.get("labels").and_then(Value::as_object) {
@@ -191,6 +282,9 @@ pub fn validate_object_meta(metadata: &Map<String, Value>) -> Vec<FieldError> {
     }
     if let Some(annotations) = metadata.get("annotations").and_then(Value::as_object) {
         errors.extend(validate_annotations(annotations, "metadata.annotations"));
+    }
+    if let Some(references) = metadata.get("ownerReferences").and_then(Value::as_array) {
+        errors.extend(validate_owner_references(references, "metadata.ownerReferences"));
     }
     if let Some(finalizers) = metadata.get("finalizers").and_then(Value::as_array) {
         errors.extend(validate_finalizers(finalizers, "metadata.finalizers"));
@@ -232,8 +326,8 @@ pub fn validate_config_map(object: &Map<String, Value>) -> Vec<FieldError> {
     errors
 }
 
-/// `ValidateSecret` beyond metadata and type-specific keys: the keys of `data` and
-/// `stringData` (which kube merges into `data` before validating) and their total size.
+/// `ValidateSecret` beyond metadata: the keys of `data` and `stringData` (which kube merges
+/// into `data` before validating), their total size, and the keys the type needs.
 pub fn validate_secret(object: &Map<String, Value>) -> Vec<FieldError> {
     let empty = Map::new();
     let data = object.get("data").and_then(Value::as_object).unwrap_or(&empty);
@@ -255,17 +349,151 @@ pub fn validate_secret(object: &Map<String, Value>) -> Vec<FieldError> {
     if total > MAX_DATA_SIZE {
         errors.push(FieldError::too_long("data", MAX_DATA_SIZE));
     }
+    errors.extend(validate_secret_type(object));
     errors
 }
 
-/// `spec.replicas` of a Deployment or ReplicaSet: not negative (`ValidateNonnegativeField`).
-pub fn validate_replicas(object: &Map<String, Value>) -> Vec<FieldError> {
-    match object.get("spec").and_then(|s| s.get("replicas")).and_then(Value::as_i64) {
-        Some(replicas) if replicas < 0 => {
-            vec![FieldError::invalid_raw("spec.replicas", &replicas.to_string(), "must be greater than or equal to 0")]
-        }
-        _ => Vec::new(),
+/// The bytes of a Secret's `key` as kube validates them: `stringData` (merged over `data`
+/// before validation) as is, `data` base64-decoded; `None` when the key is in neither.
+fn secret_value(object: &Map<String, Value>, key: &str) -> Option<Vec<u8>> {
+    use base64::Engine;
+    let field = |name: &str| object.get(name).and_then(Value::as_object).and_then(|m| m.get(key));
+    if let Some(value) = field("stringData") {
+        return Some(value.as_str().unwrap_or("").as_bytes().to_vec());
     }
+    let value = field("data")?;
+    let text = value.as_str().unwrap_or("");
+    Some(base64::engine::general_purpose::STANDARD.decode(text).unwrap_or_default())
+}
+
+/// A Secret's type; kube defaults an empty one to `Opaque` before it validates.
+pub fn secret_type(object: &Map<String, Value>) -> &str {
+    match object.get("type").and_then(Value::as_str) {
+        None | Some("") => "Opaque",
+        Some(t) => t,
+    }
+}
+
+/// What Go's `json.Unmarshal` into a `map[string]interface{}` says about `bytes`, if it fails.
+fn json_object_error(bytes: &[u8]) -> Option<String> {
+    if let Some(syntax) = crate::go_json::syntax_error(bytes) {
+        return Some(syntax);
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(_) | Value::Null) => None,
+        Ok(other) => {
+            Some(crate::go_json::type_error(crate::go_json::json_kind(&other), "", "", "map[string]interface {}"))
+        }
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+/// The keys each built-in Secret type needs (the type switch of `ValidateSecret`).
+pub fn validate_secret_type(object: &Map<String, Value>) -> Vec<FieldError> {
+    let has = |key: &str| secret_value(object, key).is_some();
+    let required = |key: &str| FieldError::required(format!("data[{key}]"), "");
+    let mut errors = Vec::new();
+    match secret_type(object) {
+        "kubernetes.io/service-account-token" => {
+            let name = object
+                .get("metadata")
+                .and_then(|m| m.get("annotations"))
+                .and_then(|a| a.get("kubernetes.io/service-account.name"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if name.is_empty() {
+                errors.push(FieldError::required("metadata.annotations[kubernetes.io/service-account.name]", ""));
+            }
+        }
+        kind @ ("kubernetes.io/dockercfg" | "kubernetes.io/dockerconfigjson") => {
+            let key = if kind == "kubernetes.io/dockercfg" { ".dockercfg" } else { ".dockerconfigjson" };
+            match secret_value(object, key) {
+                None => errors.push(required(key)),
+                Some(bytes) => {
+                    if let Some(why) = json_object_error(&bytes) {
+                        errors.push(FieldError::invalid(format!("data[{key}]"), "<secret contents redacted>", &why));
+                    }
+                }
+            }
+        }
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            errors.push(required("username"));
+            errors.push(required("password"));
+        }
+        "kubernetes.io/ssh-auth" if secret_value(object, "ssh-privatekey").is_none_or(|v| v.is_empty()) => {
+            errors.push(required("ssh-privatekey"));
+        }
+        "kubernetes.io/tls" => {
+            for key in ["tls.crt", "tls.key"] {
+                if !has(key) {
+                    errors.push(required(key));
+                }
+            }
+        }
+        _ => {}
+    }
+    errors
+}
+
+/// A map field as Go's `reflect.DeepEqual` of two decoded objects compares it, except that an
+/// empty map counts as absent (kube stores neither, so a read-back object has no empty map).
+fn same_map(old: &Map<String, Value>, new: &Map<String, Value>, field: &str) -> bool {
+    let get = |object: &Map<String, Value>| {
+        object.get(field).and_then(Value::as_object).filter(|m| !m.is_empty()).cloned().unwrap_or_default()
+    };
+    get(old) == get(new)
+}
+
+const IMMUTABLE_WHEN_SET: &str = "field is immutable when `immutable` is set";
+
+/// The `immutable: true` rules of `ValidateConfigMapUpdate` and `ValidateSecretUpdate`: the
+/// flag stays on and the data (`data`, and `binaryData` of a ConfigMap) does not change.
+pub fn validate_immutable_data(old: &Map<String, Value>, new: &Map<String, Value>, fields: &[&str]) -> Vec<FieldError> {
+    let immutable = |object: &Map<String, Value>| object.get("immutable").and_then(Value::as_bool) == Some(true);
+    if !immutable(old) {
+        return Vec::new();
+    }
+    let mut errors = Vec::new();
+    if !immutable(new) {
+        errors.push(FieldError::forbidden("immutable", IMMUTABLE_WHEN_SET));
+    }
+    for field in fields {
+        if !same_map(old, new, field) {
+            errors.push(FieldError::forbidden(*field, IMMUTABLE_WHEN_SET));
+        }
+    }
+    errors
+}
+
+/// `ValidateSecretUpdate` beyond metadata: the type never changes, and an immutable Secret
+/// keeps its data (`stringData` counts: kube merges it into `data` first).
+pub fn validate_secret_update(old: &Map<String, Value>, new: &Map<String, Value>) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let new_type = secret_type(new);
+    if new_type != secret_type(old) {
+        errors.push(FieldError::invalid("type", new_type, "field is immutable"));
+    }
+    errors.extend(validate_immutable_data(&with_string_data(old), &with_string_data(new), &["data"]));
+    errors
+}
+
+/// The Secret with `stringData` folded into `data`, base64-encoded, as kube validates it.
+fn with_string_data(secret: &Map<String, Value>) -> Map<String, Value> {
+    use base64::Engine;
+    let mut merged = secret.clone();
+    if let Some(string_data) = secret.get("stringData").and_then(Value::as_object).filter(|m| !m.is_empty()) {
+        let data = merged.entry("data").or_insert_with(|| Value::Object(Map::new()));
+        if !data.is_object() {
+            *data = Value::Object(Map::new());
+        }
+        if let Some(data) = data.as_object_mut() {
+            for (key, value) in string_data {
+                let encoded = base64::engine::general_purpose::STANDARD.encode(value.as_str().unwrap_or(""));
+                data.insert(key.clone(), Value::String(encoded));
+            }
+        }
+    }
+    merged
 }
 
 /// `ValidateFieldManager`: at most 128 bytes, and only printable characters, each other one
@@ -473,11 +701,107 @@ mod tests {
     }
 
     #[test]
-    fn replicas() {
-        assert!(validate_replicas(&map(json!({"spec": {"replicas": 0}}))).is_empty());
+    fn owner_references() {
+        let good =
+            json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u", "controller": true}]);
+        assert!(validate_owner_references(good.as_array().unwrap(), "metadata.ownerReferences").is_empty());
+        let bad = json!([{"apiVersion": "", "kind": "ConfigMap", "name": "", "uid": ""}, {"apiVersion": "a/b/c", "kind": "", "name": "n", "uid": "u"}]);
+        let errors = validate_owner_references(bad.as_array().unwrap(), "metadata.ownerReferences");
         assert_eq!(
-            validate_replicas(&map(json!({"spec": {"replicas": -1}})))[0].to_string(),
-            "spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+            errors.iter().map(FieldError::to_string).collect::<Vec<_>>(),
+            vec![
+                "metadata.ownerReferences.apiVersion: Invalid value: \"\": version must not be empty",
+                "metadata.ownerReferences.name: Invalid value: \"\": name must not be empty",
+                "metadata.ownerReferences.uid: Invalid value: \"\": uid must not be empty",
+                "metadata.ownerReferences.apiVersion: Invalid value: \"a/b/c\": version must not be empty",
+                "metadata.ownerReferences.kind: Invalid value: \"\": kind must not be empty",
+            ]
+        );
+        assert_eq!(errors[0].as_cause().1, "FieldValueInvalid");
+        let event = json!([{"apiVersion": "v1", "kind": "Event", "name": "e", "uid": "u"}]);
+        assert_eq!(
+            validate_owner_references(event.as_array().unwrap(), "metadata.ownerReferences")[0].to_string(),
+            "metadata.ownerReferences: Invalid value: v1.OwnerReference{APIVersion:\"v1\", Kind:\"Event\", Name:\"e\", UID:\"u\", Controller:(*bool)(nil), BlockOwnerDeletion:(*bool)(nil)}: /v1, Kind=Event is disallowed from being an owner"
+        );
+        let two = json!([
+            {"apiVersion": "v1", "kind": "A", "name": "a", "uid": "1", "controller": true},
+            {"apiVersion": "v1", "kind": "B", "name": "b", "uid": "2", "controller": true}
+        ]);
+        let errors = validate_owner_references(two.as_array().unwrap(), "metadata.ownerReferences");
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].message.ends_with(
+                "Only one reference can have Controller set to true. Found \"true\" in references for A/a and B/b"
+            ),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn secret_types_need_their_keys() {
+        let tls = map(json!({"type": "kubernetes.io/tls", "data": {}}));
+        let errors = validate_secret(&tls);
+        assert_eq!(
+            errors.iter().map(FieldError::to_string).collect::<Vec<_>>(),
+            vec!["data[tls.crt]: Required value", "data[tls.key]: Required value"]
+        );
+        assert_eq!(errors[0].as_cause().1, "FieldValueRequired");
+        let complete =
+            map(json!({"type": "kubernetes.io/tls", "data": {"tls.crt": "AA=="}, "stringData": {"tls.key": "k"}}));
+        assert!(validate_secret(&complete).is_empty());
+        let basic = map(json!({"type": "kubernetes.io/basic-auth", "data": {"password": ""}}));
+        assert!(validate_secret(&basic).is_empty());
+        let docker = map(json!({"type": "kubernetes.io/dockerconfigjson", "stringData": {".dockerconfigjson": "[1]"}}));
+        assert_eq!(
+            validate_secret(&docker)[0].to_string(),
+            "data[.dockerconfigjson]: Invalid value: \"<secret contents redacted>\": json: cannot unmarshal array into Go value of type map[string]interface {}"
+        );
+        let token = map(json!({"type": "kubernetes.io/service-account-token", "metadata": {"name": "t"}}));
+        assert_eq!(
+            validate_secret(&token)[0].to_string(),
+            "metadata.annotations[kubernetes.io/service-account.name]: Required value"
+        );
+        assert!(validate_secret(&map(json!({"type": "example.com/custom"}))).is_empty());
+    }
+
+    #[test]
+    fn immutable_data_and_secret_types() {
+        let old = map(json!({"immutable": true, "data": {"k": "v"}}));
+        assert!(
+            validate_immutable_data(&old, &map(json!({"immutable": true, "data": {"k": "v"}})), &["data"]).is_empty()
+        );
+        let errors = validate_immutable_data(
+            &old,
+            &map(json!({"immutable": false, "data": {"k": "w"}})),
+            &["data", "binaryData"],
+        );
+        assert_eq!(
+            errors.iter().map(FieldError::to_string).collect::<Vec<_>>(),
+            vec![
+                "immutable: Forbidden: field is immutable when `immutable` is set",
+                "data: Forbidden: field is immutable when `immutable` is set",
+            ]
+        );
+        assert_eq!(errors[0].as_cause().1, "FieldValueForbidden");
+        // Not immutable: anything goes.
+        assert!(
+            validate_immutable_data(&map(json!({"data": {"k": "v"}})), &map(json!({"data": {}})), &["data"]).is_empty()
+        );
+        // An absent type is Opaque, and stringData counts as data.
+        let secret = map(json!({"immutable": true, "data": {"k": "dg=="}}));
+        assert!(
+            validate_secret_update(
+                &secret,
+                &map(json!({"type": "Opaque", "immutable": true, "stringData": {"k": "v"}}))
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            validate_secret_update(&secret, &map(json!({"type": "Other", "immutable": true, "data": {"k": "dg=="}})))
+                .iter()
+                .map(FieldError::to_string)
+                .collect::<Vec<_>>(),
+            vec!["type: Invalid value: \"Other\": field is immutable"]
         );
     }
 

@@ -33,10 +33,16 @@ const KEY: &str = "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n";
 const VERSION: &str = "Sec-WebSocket-Version: 13\r\n";
 const ORIGIN: &str = "Origin: http://localhost\r\n";
 
+/// hyper parses Transfer-Encoding before our code sees the request, and answers a coding it
+/// does not know with a bare 400 where Go answers 501.
+const HYPER_TE: &str = "hyper refuses unknown transfer codings with 400 before the handler runs";
+
 pub fn rows() -> Vec<Case> {
     let (first, second) = r#"{"metadata":{"name":"chunked"}}"#.split_at(7);
     let chunked_body = format!("{:x}\r\n{first}\r\n{:x}\r\n{second}\r\n0\r\n\r\n", first.len(), second.len());
-    let huge_header = format!("X-Big: {}\r\n", "h".repeat(1024 * 1024 + 8192));
+    // hyper checks its 1 MiB + 4 KiB limit between reads, so a header just past it can slip in
+    // with one large read; 2 MiB is past it whatever the reads.
+    let huge_header = format!("X-Big: {}\r\n", "h".repeat(2 * 1024 * 1024));
     vec![
         Case::new(
             FRAMING,
@@ -63,19 +69,22 @@ pub fn rows() -> Vec<Case> {
             "Transfer-Encoding gzip",
             post_with("Transfer-Encoding: gzip\r\n", ""),
             Expect::code(501).body_has("Unsupported transfer encoding"),
-        ),
+        )
+        .known_difference(HYPER_TE, Expect::code(400)),
         Case::new(
             FRAMING,
             "Transfer-Encoding chunked, gzip",
             post_with("Transfer-Encoding: chunked, gzip\r\n", ""),
             Expect::code(501).body_has("Unsupported transfer encoding"),
-        ),
+        )
+        .known_difference(HYPER_TE, Expect::code(400)),
         Case::new(
             FRAMING,
             "Transfer-Encoding identity",
             post_with("Transfer-Encoding: identity\r\n", ""),
             Expect::code(501).body_has("Unsupported transfer encoding"),
-        ),
+        )
+        .known_difference(HYPER_TE, Expect::code(400)),
         Case::new(
             FRAMING,
             "two Transfer-Encoding headers",
