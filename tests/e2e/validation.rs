@@ -324,12 +324,33 @@ async fn replicas_may_not_be_negative(backend: Backend) {
         "BadRequest",
         "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal string into Go struct field ScaleSpec.spec.replicas of type int32",
     );
-    let huge = patch(&server, &scale, STRATEGIC, &json!({"spec": {"replicas": 3_000_000_000u64}})).await;
+    // A merge patch's result is decoded as JSON: Go's range error, the patched Scale shown.
+    let huge = patch(&server, &scale, MERGE, &json!({"spec": {"replicas": 3_000_000_000u64}})).await;
+    assert_eq!(huge.0, 422, "{}", huge.1);
+    let message = huge.1["message"].as_str().unwrap();
+    assert!(message.starts_with(" \"\" is invalid: patch: Invalid value: \"{"), "{message}");
+    assert!(
+        message.ends_with(
+            "\": json: cannot unmarshal number 3000000000 into Go struct field ScaleSpec.spec.replicas of type int32"
+        ),
+        "{message}"
+    );
+    // A strategic merge patch's result goes through kube's unstructured converter
+    // (apimachinery pkg/runtime/converter.go), which converts an int64 to the int32 field as Go
+    // does, wrapping; validation then refuses the negative count.
+    let wrapped = patch(&server, &scale, STRATEGIC, &json!({"spec": {"replicas": 3_000_000_000u64}})).await;
     assert_status(
-        &huge,
+        &wrapped,
         422,
         "Invalid",
-        " \"\" is invalid: patch: Invalid value: \"map[spec:map[replicas:3000000000]]\": json: cannot unmarshal number 3000000000 into Go struct field ScaleSpec.spec.replicas of type int32",
+        "Scale.autoscaling \"d\" is invalid: spec.replicas: Invalid value: -1294967296: must be greater than or equal to 0",
+    );
+    let not_int = patch(&server, &scale, STRATEGIC, &json!({"spec": {"replicas": "abc"}})).await;
+    assert_status(
+        &not_int,
+        422,
+        "Invalid",
+        " \"\" is invalid: patch: Invalid value: \"map[spec:map[replicas:abc]]\": unrecognized type: int32",
     );
     // A patched Deployment that does not decode: 422 on `patch`, no kind or name in details.
     for body in [json!({"spec": {"replicas": "abc"}}), json!({"metadata": {"labels": 5}})] {

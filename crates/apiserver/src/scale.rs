@@ -53,18 +53,30 @@ pub async fn get(store: &ResourceStore, req: &ResourceRequest) -> Result<HttpRes
 
 /// `spec.replicas` of a Scale a client sent: absent is 0 (Go's zero value), anything but an
 /// `int32` does not decode. kube answers that with a 400 for a PUT and with its 422 on `patch`
-/// for a patch (`shown` renders the patch as kube shows it); the texts are Go's.
-fn scale_replicas(scale: &Value, shown: Option<&dyn Fn() -> String>) -> Result<i32, ApiError> {
+/// for a patch (`shown` renders the patch as kube shows it); the texts are Go's JSON decoder's,
+/// or, for a strategic merge patch, its unstructured converter's, which converts any whole
+/// number as Go converts an int64 to an int32 (wrapping).
+fn scale_replicas(scale: &Value, shown: Option<&dyn Fn() -> String>, strategic: bool) -> Result<i32, ApiError> {
     let value = scale.pointer("/spec/replicas").unwrap_or(&Value::Null);
-    let found = match value {
+    let detail = match value {
         Value::Null => return Ok(0),
+        Value::Number(n) if strategic => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => return Ok(i as i32),
+            (None, Some(f)) if f == f.trunc() => return Ok(f as i64 as i32),
+            _ => "cannot convert float64 to int32".to_owned(),
+        },
+        _ if strategic => "unrecognized type: int32".to_owned(),
         Value::Number(n) => match n.as_i64().and_then(|n| i32::try_from(n).ok()) {
             Some(replicas) => return Ok(replicas),
-            None => format!("number {n}"),
+            None => listwatch_meta::go_json::type_error(&format!("number {n}"), "ScaleSpec", "spec.replicas", "int32"),
         },
-        other => listwatch_meta::go_json::json_kind(other).to_owned(),
+        other => listwatch_meta::go_json::type_error(
+            listwatch_meta::go_json::json_kind(other),
+            "ScaleSpec",
+            "spec.replicas",
+            "int32",
+        ),
     };
-    let detail = listwatch_meta::go_json::type_error(&found, "ScaleSpec", "spec.replicas", "int32");
     Err(match shown {
         Some(shown) => crate::schema::patch_invalid(&shown(), &detail),
         None => ApiError::bad_request(format!("Scale in version \"v1\" cannot be handled as a Scale: {detail}")),
@@ -94,7 +106,8 @@ async fn set_replicas(
             _ => scale.to_string(),
         };
         let shown_scale = || shown(&scale);
-        let replicas = scale_replicas(&scale, patch.map(|_| &shown_scale as &dyn Fn() -> String))?;
+        let strategic = matches!(patch, Some((PatchKind::Strategic, _)));
+        let replicas = scale_replicas(&scale, patch.map(|_| &shown_scale as &dyn Fn() -> String), strategic)?;
         if replicas < 0 {
             return Err(ApiError::invalid(
                 "autoscaling",
