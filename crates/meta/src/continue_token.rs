@@ -54,8 +54,8 @@ mod go_json_errors;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-use go_base64::decode_base64;
-use go_json_errors::decode_token_json;
+use self::go_base64::decode_base64;
+use self::go_json_errors::decode_token_json;
 
 /// The token format version kube writes and accepts.
 pub const CONTINUE_TOKEN_VERSION: &str = "meta.k8s.io/v1";
