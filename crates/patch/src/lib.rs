@@ -19,6 +19,7 @@
 //! resources (415 `UnsupportedMediaType`); with [`NoSchema`] this crate
 //! applies one like a JSON merge patch for lists, for callers that want that.
 
+mod go_sort;
 mod gofmt;
 mod schema;
 mod strategic;

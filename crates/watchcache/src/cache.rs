@@ -16,25 +16,35 @@
 //! `progress_request_period`. If storage reports compaction past the cache (or its watch fails
 //! for good), the cache ends every client watch, relists, and starts again; requests that need
 //! it meanwhile get 429 "storage is (re)initializing".
+//!
+//! The parts, as kube-apiserver splits them:
+//!
+//! * `cache/window.rs`: the objects and the window of events, and waiting for the cache to reach
+//!   a resourceVersion (kube's `watch_cache.go`);
+//! * `cache/dispatch.rs`: the registered watchers, dispatch to them within the time budget, and
+//!   their bookmarks (kube's `cacher.go`);
+//! * here: the public handle (list, get, watch and their readiness checks) and the task that
+//!   lists and follows storage.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::ops::Bound;
+mod dispatch;
+mod window;
+
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use listwatch_meta::{ApiError, Object, Resource};
-use listwatch_storage::{
-    EventKind, KeyRange, ProgressRequester, RangeRequest, Revision, Storage, StorageError, WatchRequest, WatchResponse,
-    prefix_end,
-};
+use listwatch_storage::{KeyRange, ProgressRequester, Storage, StorageError, WatchRequest, WatchResponse};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{Notify, mpsc, watch};
 
+use self::dispatch::{Registered, Watchers, next_bookmark_time};
+use self::window::State;
 use crate::budget::TimeBudget;
-use crate::event::{CacheEvent, ChangeKind, Predicate};
-use crate::watcher::{CacheWatcher, Queued, WatchStart, WatcherOptions};
+use crate::event::{CacheEvent, Predicate};
+use crate::watcher::{CacheWatcher, WatchStart, WatcherOptions};
 
 /// Settings of every watch cache (kube-apiserver's defaults).
 #[derive(Clone, Debug)]
@@ -165,29 +175,6 @@ pub(crate) struct Inner {
     terminated: AtomicU64,
     relists: AtomicU64,
     undecodable: AtomicU64,
-}
-
-struct State {
-    /// Storage key → current object.
-    objects: BTreeMap<Bytes, Arc<Object>>,
-    window: VecDeque<Arc<CacheEvent>>,
-    resource_version: i64,
-    list_resource_version: i64,
-    evicted_since_list: bool,
-}
-
-#[derive(Default)]
-struct Watchers {
-    next_id: u64,
-    registered: HashMap<u64, Registered>,
-}
-
-struct Registered {
-    namespace: Option<String>,
-    tx: mpsc::Sender<Queued>,
-    /// When the next bookmark is due (`None`: no bookmarks, or past the last one).
-    next_bookmark: Option<Instant>,
-    deadline: Instant,
 }
 
 impl WatchCache {
@@ -391,16 +378,6 @@ impl WatchCache {
     }
 }
 
-/// kube's `nextBookmarkTime`: a minute from now, or 2 s before the deadline if sooner;
-/// none once that is past.
-fn next_bookmark_time(config: &WatchCacheConfig, now: Instant, deadline: Instant) -> Option<Instant> {
-    let before_deadline = deadline.checked_sub(Duration::from_secs(2))?;
-    if before_deadline <= now {
-        return None;
-    }
-    Some((now + config.bookmark_interval).min(before_deadline))
-}
-
 impl Inner {
     fn check_ready(&self) -> Result<(), CacheError> {
         match *self.down_since.lock() {
@@ -413,79 +390,6 @@ impl Inner {
         }
     }
 
-    /// The storage key of one object: the collection prefix, the namespace, the name.
-    fn key_of(&self, namespace: Option<&str>, name: &str) -> String {
-        let prefix = String::from_utf8_lossy(&self.prefix);
-        match namespace.filter(|_| self.resource.namespaced) {
-            Some(ns) => format!("{prefix}{ns}/{name}"),
-            None => format!("{prefix}{name}"),
-        }
-    }
-
-    fn objects_in<'a>(
-        &'a self,
-        state: &'a State,
-        namespace: Option<&str>,
-    ) -> Box<dyn Iterator<Item = &'a Arc<Object>> + 'a> {
-        match namespace.filter(|_| self.resource.namespaced) {
-            None => Box::new(state.objects.values()),
-            Some(ns) => {
-                let mut start = self.prefix.to_vec();
-                start.extend_from_slice(ns.as_bytes());
-                start.push(b'/');
-                let end = prefix_end(&start).to_vec();
-                Box::new(
-                    state
-                        .objects
-                        .range::<[u8], _>((Bound::Included(&start[..]), Bound::Excluded(&end[..])))
-                        .map(|(_, o)| o),
-                )
-            }
-        }
-    }
-
-    /// The oldest resourceVersion a watch may start from: the list's revision if nothing was
-    /// evicted since, else one below the oldest event kept.
-    fn oldest_resource_version(&self, state: &State) -> i64 {
-        if !state.evicted_since_list {
-            return state.list_resource_version;
-        }
-        state.window.front().map_or(state.resource_version, |e| e.resource_version - 1)
-    }
-
-    async fn wait_until_fresh(&self, resource_version: i64) -> Result<(), CacheError> {
-        let mut rx = self.rv_tx.subscribe();
-        if *rx.borrow_and_update() >= resource_version {
-            return Ok(());
-        }
-        struct Waiting<'a>(&'a AtomicUsize);
-        impl Drop for Waiting<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::AcqRel);
-            }
-        }
-        self.waiting.fetch_add(1, Ordering::AcqRel);
-        let _waiting = Waiting(&self.waiting);
-        self.progress_wanted.notify_one();
-        let reached =
-            tokio::time::timeout(self.config.freshness_timeout, rx.wait_for(|rv| *rv >= resource_version)).await;
-        match reached {
-            Ok(Ok(_)) => Ok(()),
-            _ => {
-                Err(CacheError::TooLargeResourceVersion { requested: resource_version, current: *self.rv_tx.borrow() })
-            }
-        }
-    }
-
-    pub(crate) fn unregister(&self, id: u64) {
-        self.watchers.lock().registered.remove(&id);
-    }
-
-    fn terminate_all_watchers(&self) -> usize {
-        let removed = std::mem::take(&mut self.watchers.lock().registered);
-        removed.len()
-    }
-
     fn set_ready(&self, ready: bool) {
         let mut down = self.down_since.lock();
         match (ready, down.is_some()) {
@@ -496,183 +400,6 @@ impl Inner {
         drop(down);
         // Wake `wait_ready`.
         self.rv_tx.send_modify(|_| {});
-    }
-
-    /// Lists the collection at one revision, in pages, and replaces the cache with it.
-    async fn relist(&self) -> Result<Revision, StorageError> {
-        let end = prefix_end(&self.prefix);
-        let mut start = self.prefix.clone();
-        let mut revision = 0;
-        let mut objects = BTreeMap::new();
-        loop {
-            let page = self
-                .storage
-                .range(
-                    RangeRequest::new(KeyRange::between(start.clone(), end.clone()))
-                        .limit(self.config.list_page_size)
-                        .at_revision(revision),
-                )
-                .await?;
-            revision = page.revision;
-            for kv in &page.kvs {
-                match Object::from_storage(self.resource, &kv.value, kv.mod_revision) {
-                    Ok(o) => {
-                        objects.insert(kv.key.clone(), Arc::new(o));
-                    }
-                    Err(e) => self.undecodable(&kv.key, &e),
-                }
-            }
-            match (page.more, page.kvs.last()) {
-                (true, Some(last)) => {
-                    let mut next = last.key.to_vec();
-                    next.push(0);
-                    start = Bytes::from(next);
-                }
-                _ => break,
-            }
-        }
-        let mut state = self.state.write();
-        state.objects = objects;
-        state.window.clear();
-        state.resource_version = revision;
-        state.list_resource_version = revision;
-        state.evicted_since_list = false;
-        drop(state);
-        self.rv_tx.send_replace(revision);
-        self.relists.fetch_add(1, Ordering::Relaxed);
-        Ok(revision)
-    }
-
-    fn undecodable(&self, key: &[u8], error: &listwatch_meta::object::DecodeError) {
-        self.undecodable.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(key = %String::from_utf8_lossy(key), %error, "skipping a stored value that cannot be decoded");
-    }
-
-    /// Applies a batch of storage events; returns the cache events to dispatch, in order.
-    fn apply(&self, events: &[Arc<listwatch_storage::Event>]) -> Vec<Arc<CacheEvent>> {
-        let mut out = Vec::with_capacity(events.len());
-        let mut state = self.state.write();
-        for event in events {
-            let key = &event.kv.key;
-            let prev = state.objects.get(key).cloned();
-            let change = match event.kind {
-                EventKind::Put => match Object::from_storage(self.resource, &event.kv.value, event.kv.mod_revision) {
-                    Ok(object) => {
-                        let object = Arc::new(object);
-                        state.objects.insert(key.clone(), object.clone());
-                        let kind = if prev.is_some() { ChangeKind::Modified } else { ChangeKind::Added };
-                        Some(CacheEvent::new(kind, object, prev))
-                    }
-                    Err(e) => {
-                        self.undecodable(key, &e);
-                        None
-                    }
-                },
-                // A deletion of something the cache never held (it could not be decoded) is
-                // invisible to clients.
-                EventKind::Delete => prev.map(|prev| {
-                    state.objects.remove(key);
-                    let last = Arc::new(prev.with_resource_version(self.resource, event.kv.mod_revision));
-                    CacheEvent::new(ChangeKind::Deleted, last, Some(prev))
-                }),
-            };
-            state.resource_version = event.kv.mod_revision;
-            if let Some(change) = change {
-                let change = Arc::new(change);
-                state.window.push_back(change.clone());
-                out.push(change);
-            }
-        }
-        self.evict(&mut state);
-        let rv = state.resource_version;
-        drop(state);
-        self.rv_tx.send_replace(rv);
-        out
-    }
-
-    fn evict(&self, state: &mut State) {
-        let now = Instant::now();
-        while let Some(oldest) = state.window.front() {
-            let too_many = state.window.len() > self.config.max_events;
-            let too_old = state.window.len() > self.config.min_events && now - oldest.recorded_at > self.config.window;
-            if !too_many && !too_old {
-                break;
-            }
-            state.window.pop_front();
-            state.evicted_since_list = true;
-        }
-    }
-
-    fn advance_to(&self, revision: Revision) {
-        let mut state = self.state.write();
-        if revision > state.resource_version {
-            state.resource_version = revision;
-            drop(state);
-            self.rv_tx.send_replace(revision);
-        }
-    }
-
-    /// Sends `event` to every interested watcher; waits for blocked ones within the budget
-    /// and closes those that stay blocked.
-    async fn dispatch(&self, event: &Arc<CacheEvent>) {
-        let mut blocked = Vec::new();
-        {
-            let mut watchers = self.watchers.lock();
-            let mut gone = Vec::new();
-            for (&id, w) in &watchers.registered {
-                if w.namespace.as_deref().is_some_and(|ns| ns != event.object.namespace()) {
-                    continue;
-                }
-                match w.tx.try_send(Queued::Event(event.clone())) {
-                    Ok(()) => {}
-                    Err(mpsc::error::TrySendError::Full(_)) => blocked.push((id, w.tx.clone())),
-                    Err(mpsc::error::TrySendError::Closed(_)) => gone.push(id),
-                }
-            }
-            for id in gone {
-                watchers.registered.remove(&id);
-            }
-        }
-        if blocked.is_empty() {
-            return;
-        }
-        let budget = self.budget.lock().take_available();
-        let deadline = tokio::time::Instant::now() + budget;
-        let waits = blocked.iter().map(|(_, tx)| async move {
-            match tokio::time::timeout_at(deadline, tx.reserve()).await {
-                Ok(Ok(permit)) => {
-                    permit.send(Queued::Event(event.clone()));
-                    true
-                }
-                _ => false,
-            }
-        });
-        let delivered = futures::future::join_all(waits).await;
-        self.budget.lock().return_unused(deadline.saturating_duration_since(tokio::time::Instant::now()));
-        let mut watchers = self.watchers.lock();
-        for ((id, _), ok) in blocked.iter().zip(delivered) {
-            if !ok && watchers.registered.remove(id).is_some() {
-                self.terminated.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(resource = self.resource.plural, "closing a watcher that does not keep up");
-            }
-        }
-    }
-
-    /// Gives due watchers a bookmark at the cache's resourceVersion (skipped if their queue is
-    /// full, as kube does).
-    fn send_bookmarks(&self) {
-        let rv = *self.rv_tx.borrow();
-        let now = Instant::now();
-        let mut watchers = self.watchers.lock();
-        for w in watchers.registered.values_mut() {
-            let Some(due) = w.next_bookmark else { continue };
-            if due > now {
-                continue;
-            }
-            if w.tx.try_send(Queued::Bookmark(rv)).is_ok() {
-                w.next_bookmark = next_bookmark_time(&self.config, now, w.deadline);
-            }
-        }
     }
 }
 
@@ -746,7 +473,7 @@ async fn follow(cache: &Arc<Inner>, mut storage_watch: listwatch_storage::Watch)
 mod tests {
     use super::*;
     use listwatch_storage::memory::MemoryStore;
-    use listwatch_storage::{Event, KeyValue};
+    use listwatch_storage::{Event, EventKind, KeyValue};
 
     fn put(name: &str, revision: i64) -> Arc<Event> {
         let value = format!(r#"{{"metadata":{{"name":"{name}","namespace":"ns"}}}}"#);
