@@ -429,6 +429,25 @@ mod tests {
     }
 
     #[test]
+    fn deep_nesting_is_a_syntax_error_not_a_stack_overflow() {
+        let deep = "[".repeat(100_000);
+        assert_eq!(decode_err(&b64(&deep)), "continue key is not valid: invalid character '[' exceeded max depth");
+        // Within Go's limit the checker recurses once per level: the server's request threads
+        // have 16 MiB stacks for that (a test thread has 2 MiB).
+        let ok_depth = format!("{}{}", "[".repeat(9_999), "]".repeat(9_999));
+        let answer = std::thread::Builder::new()
+            .stack_size(16 << 20)
+            .spawn(move || decode_err(&b64(&ok_depth)))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(
+            answer,
+            "continue key is not valid: json: cannot unmarshal array into Go value of type storage.continueToken"
+        );
+    }
+
+    #[test]
     fn json_strings_decode_like_go() {
         let token =
             ContinueToken::decode(&b64(r#"{"v":"meta.k8s.io\/v1","rv":1,"start":"\ud83d\ude00\u00e9\ud800x"}"#))

@@ -339,6 +339,15 @@ fn token_field(key: &str) -> Option<&'static str> {
 /// Unmarshals the token JSON into its fields as Go's `json.Unmarshal` into
 /// `continueToken` would, with Go's error text.
 pub(super) fn decode_token_json(data: &[u8]) -> Result<TokenFields, String> {
+    // Go's Unmarshal scans the whole input for syntax first, refusing nesting past 10,000
+    // levels. The checker below recurses once per level, and a token is client input: deeper
+    // nesting overflowed the stack. The iterative scan finds the first error; when it is the
+    // depth, that is Go's answer, otherwise the checker stops at the same byte, no deeper.
+    if let Some(error) = crate::go_json::syntax_error(data)
+        && error.ends_with("exceeded max depth")
+    {
+        return Err(error);
+    }
     let mut checker = JsonChecker { data, position: 0 };
     checker.skip_space();
     let mut members: Vec<(&[u8], RawValue<'_>)> = Vec::new();

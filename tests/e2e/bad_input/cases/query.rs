@@ -176,6 +176,12 @@ pub fn rows(fx: &Fixtures) -> Vec<Case> {
         ),
         Case::new(
             PAGING,
+            "continue nested 30,000 levels",
+            list(&format!("continue={}", token(&"[".repeat(30_000)))),
+            bad_request("invalid continue token: continue key is not valid: invalid character '[' exceeded max depth"),
+        ),
+        Case::new(
+            PAGING,
             "continue not JSON",
             list(&format!("continue={}", token("not json"))),
             bad_request("invalid continue token: continue key is not valid: invalid character 'o' in literal null (expecting 'u')"),
