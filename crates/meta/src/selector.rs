@@ -77,7 +77,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::validation::{go_quote, regex_error};
+use crate::validation::go_quote;
 
 /// Why a selector was rejected; `Display` is the 400 Status message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -105,85 +105,20 @@ impl SelectorError {
 }
 
 // ---------------------------------------------------------------------------
-// Label keys and values (k8s.io/apimachinery/pkg/util/validation, 1.32)
+// Label keys and values (k8s.io/apimachinery/pkg/util/validation, 1.32): the same rules as
+// for an object's labels, kept in one place.
 // ---------------------------------------------------------------------------
 
-const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const LABEL_KEY_ERR_MSG: &str =
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const LABEL_KEY_NAME_MAX_LENGTH: usize = 63;
-const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-const LABEL_VALUE_ERR_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-/// Longest label value.
-pub const LABEL_VALUE_MAX_LENGTH: usize = 63;
-
-/// `must be no more than N characters` (`validation.MaxLenError`; Go counts bytes).
-fn max_len_error(length: usize) -> String {
-    crate::validation::max_len_error(length)
-}
-
-/// Whether `value` matches `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
-fn matches_label_name(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    match (bytes.first(), bytes.last()) {
-        (Some(first), Some(last)) => {
-            first.is_ascii_alphanumeric()
-                && last.is_ascii_alphanumeric()
-                && bytes.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        }
-        _ => false,
-    }
-}
+pub use crate::write_validation::LABEL_VALUE_MAX_LENGTH;
 
 /// Problems with `key` as a label key (`validation.IsQualifiedName`).
 pub fn label_key_errors(key: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    let parts: Vec<&str> = key.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errors.push("prefix part must be non-empty".to_owned());
-            } else {
-                errors.extend(
-                    crate::validation::is_dns1123_subdomain(prefix)
-                        .into_iter()
-                        .map(|message| format!("prefix part {message}")),
-                );
-            }
-            *name
-        }
-        _ => {
-            return vec![format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(LABEL_KEY_ERR_MSG, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
-            )];
-        }
-    };
-    if name.is_empty() {
-        errors.push("name part must be non-empty".to_owned());
-    } else if name.len() > LABEL_KEY_NAME_MAX_LENGTH {
-        errors.push(format!("name part {}", max_len_error(LABEL_KEY_NAME_MAX_LENGTH)));
-    }
-    if !matches_label_name(name) {
-        errors.push(format!(
-            "name part {}",
-            regex_error(LABEL_KEY_ERR_MSG, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
-        ));
-    }
-    errors
+    crate::write_validation::is_qualified_name(key)
 }
 
 /// Problems with `value` as a label value (`validation.IsValidLabelValue`).
 pub fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    if value.len() > LABEL_VALUE_MAX_LENGTH {
-        errors.push(max_len_error(LABEL_VALUE_MAX_LENGTH));
-    }
-    if !value.is_empty() && !matches_label_name(value) {
-        errors.push(regex_error(LABEL_VALUE_ERR_MSG, LABEL_VALUE_FMT, &["MyValue", "my_value", "12345"]));
-    }
-    errors
+    crate::write_validation::is_valid_label_value(value)
 }
 
 /// kube's `field.Invalid(path, value, detail).Error()` for a string value.
