@@ -230,10 +230,8 @@ impl ServerBuilder {
     }
 
     /// Starts the server and waits until it is ready; panics (with its log) if it cannot.
-    #[track_caller]
-    pub fn start(self) -> impl std::future::Future<Output = Server> {
-        let caller = std::panic::Location::caller();
-        async move { self.try_start().await.unwrap_or_else(|e| panic!("{e} (server started at {caller})")) }
+    pub async fn start(self) -> Server {
+        self.try_start().await.unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Starts the server and waits until it is ready.
