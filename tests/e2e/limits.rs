@@ -2,7 +2,7 @@
 //! burst of thousands of watchers, slow and half-open connections, request header limits, and
 //! kube's max-in-flight limits (429, watches exempt).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -11,7 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 use crate::on_both_backends;
-use crate::support::{Backend, Server, Watch, metric};
+use crate::support::{Backend, Server, Watch, binary, metric};
 
 on_both_backends!(a_burst_of_5000_watchers_is_served);
 
@@ -66,12 +66,6 @@ mod memory_only {
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 const TOO_MANY: &str = "Too many requests, please try again later.\n";
-
-fn binary() -> PathBuf {
-    std::env::var_os("LISTWATCH_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_listwatch")))
-}
 
 /// `host:port` of a server's URL, for raw connections.
 fn authority(server: &Server) -> String {
