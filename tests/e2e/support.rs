@@ -39,14 +39,14 @@ pub fn binary() -> PathBuf {
 }
 
 /// The harness, running the binary cargo built for these tests unless `LISTWATCH_BIN` names one.
-fn harness() -> ServerBuilder {
+pub fn harness() -> ServerBuilder {
     listwatch_testkit::server::Server::builder().fallback_binary(env!("CARGO_BIN_EXE_listwatch"))
 }
 
 impl Server {
     /// Starts a server for test `name` with the debug API on, no compactor, and `extra` flags.
     pub async fn start(name: &str, backend: Backend, extra: &[&str]) -> Server {
-        Server::started(harness().name(name).backend(backend).args(extra)).await
+        Server::start_from(harness().name(name).backend(backend).args(extra)).await
     }
 
     /// Starts a server on the given storage flags, with its files in `dir` (and keeps `etcd`
@@ -61,10 +61,11 @@ impl Server {
         if let Some(etcd) = etcd {
             builder = builder.etcd(etcd);
         }
-        Server::started(builder).await
+        Server::start_from(builder).await
     }
 
-    async fn started(builder: ServerBuilder) -> Server {
+    /// Starts a server as [`harness`]`()`, configured further, says.
+    pub async fn start_from(builder: ServerBuilder) -> Server {
         Server {
             server: builder.start().await,
             // Servers with --tls-generate use a CA of their own; the tests trust any.

@@ -18,6 +18,21 @@ pub(crate) fn terminate(pid: u32) {
     }
 }
 
+/// Limits the child being started to `files` open files (soft and hard limit): for `pre_exec`.
+pub(crate) fn limit_open_files(command: &mut std::process::Command, files: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only setrlimit, which is async-signal-safe, runs between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit { rlim_cur: files as libc::rlim_t, rlim_max: files as libc::rlim_t };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Makes the child being started get SIGTERM when the thread that starts it ends (the test or
 /// bench process dies): for `pre_exec`.
 pub(crate) fn die_with_parent(command: &mut std::process::Command) {

@@ -28,7 +28,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::etcd::{EtcdProcess, EtcdProcessOptions, shared_endpoints, unique_prefix};
-use crate::process::{die_with_parent, is_alive, terminate};
+use crate::process::{die_with_parent, is_alive, limit_open_files, terminate};
 
 /// Env var: the `listwatch` binary to run (scripts/test.sh sets it to the freshly built one).
 pub const BIN_ENV: &str = "LISTWATCH_BIN";
@@ -109,6 +109,7 @@ struct ProcessOptions {
     rust_log: Option<String>,
     echo_log: bool,
     exit_with_parent: bool,
+    open_files: Option<u64>,
     ready_timeout: Duration,
 }
 
@@ -130,6 +131,7 @@ impl ServerBuilder {
                 rust_log: Some("info".into()),
                 echo_log: false,
                 exit_with_parent: false,
+                open_files: None,
                 ready_timeout: Duration::from_secs(60),
             },
         }
@@ -220,6 +222,13 @@ impl ServerBuilder {
     /// a thread that ends before the test does.
     pub fn exit_with_parent(mut self, on: bool) -> Self {
         self.process.exit_with_parent = on;
+        self
+    }
+
+    /// At most this many open files for the server (soft and hard `RLIMIT_NOFILE`), e.g. to
+    /// make it run out.
+    pub fn open_files_limit(mut self, files: u64) -> Self {
+        self.process.open_files = Some(files);
         self
     }
 
@@ -401,6 +410,9 @@ impl Server {
         }
         if self.process.exit_with_parent {
             die_with_parent(&mut command);
+        }
+        if let Some(files) = self.process.open_files {
+            limit_open_files(&mut command, files);
         }
         let mut child =
             command.spawn().map_err(|e| StartError(format!("cannot run {}: {e}", self.binary.display())))?;
