@@ -257,22 +257,20 @@ impl ServerBuilder {
                 .map_err(|e| StartError(format!("cannot create a temporary directory: {e}")))?,
         };
         let mut etcd = self.etcd;
-        let storage = match self.storage {
-            Storage::Flags(flags) => flags,
-            Storage::Backend(_) if etcd.is_some() => {
-                vec!["--etcd".into(), etcd.as_ref().map(|e| e.endpoint().to_owned()).unwrap_or_default()]
-            }
-            Storage::Backend(Backend::Memory) => {
+        let storage = match (self.storage, &etcd) {
+            (Storage::Flags(flags), _) => flags,
+            (Storage::Backend(_), Some(given)) => vec!["--etcd".into(), given.endpoint().to_owned()],
+            (Storage::Backend(Backend::Memory), None) => {
                 vec!["--data-dir".into(), dir.path().join("data").display().to_string()]
             }
-            Storage::Backend(Backend::Ephemeral) => vec!["--ephemeral".into()],
-            Storage::Backend(Backend::Etcd) => vec![
+            (Storage::Backend(Backend::Ephemeral), None) => vec!["--ephemeral".into()],
+            (Storage::Backend(Backend::Etcd), None) => vec![
                 "--etcd".into(),
                 shared_endpoints().await.join(","),
                 "--etcd-prefix".into(),
                 format!("{}registry", unique_prefix(&self.name)),
             ],
-            Storage::Backend(Backend::PrivateEtcd) => {
+            (Storage::Backend(Backend::PrivateEtcd), None) => {
                 let process = EtcdProcess::start(self.etcd_options).await;
                 let flags = vec!["--etcd".into(), process.endpoint().to_owned()];
                 etcd = Some(process);
