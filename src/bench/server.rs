@@ -2,19 +2,19 @@
 //! given by URL; plus what the bench reads about a process from `/proc` (CPU seconds, peak
 //! RSS) and the open-files limit that a thousand connections need.
 //!
-//! The child is this same executable (`std::env::current_exe()`), run as
-//! `listwatch serve --ephemeral --addr 127.0.0.1:<free port> --compaction-interval 0` (or
-//! `--etcd URL` with a fresh `--etcd-prefix`, so runs never see each other's objects). Its
-//! kubeconfig and log go to a temporary directory; the log is kept (and its path printed) when
-//! the server fails. The child gets SIGTERM if the bench process dies (`PR_SET_PDEATHSIG`), and
-//! is stopped with SIGTERM (then SIGKILL) at the end.
+//! The child is this same executable (`std::env::current_exe()`), started through the tests'
+//! harness ([`listwatch_testkit::server`]) as `listwatch serve --ephemeral --compaction-interval
+//! 0s` on `127.0.0.1:0`, at the address it reports (or `--etcd URL` with a fresh
+//! `--etcd-prefix`, so runs never see each other's objects). Its kubeconfig and log go to a
+//! temporary directory; the log is kept (and its path printed) when the run does not end with
+//! [`ServerUnderTest::stop`]. The child gets SIGTERM if the bench process dies
+//! (`PR_SET_PDEATHSIG`), and is stopped with SIGTERM (then SIGKILL) at the end.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use listwatch_testkit::server::Server;
 use serde::Serialize;
 
 use super::ServerArgs;
@@ -29,105 +29,67 @@ pub struct ServerUnderTest {
     pub pid: Option<u32>,
     /// What it serves from, for the report.
     pub backend: String,
-    child: Option<Child>,
-    /// Holds the kubeconfig and the server log of a started child.
-    workdir: Option<tempfile::TempDir>,
+    /// The started child (`None` for a given server, and once stopped).
+    child: Option<Server>,
 }
 
 impl ServerUnderTest {
     /// Starts a `listwatch serve` child (or connects to `--server`) and waits until `/readyz`
     /// answers 200.
     pub async fn start(args: &ServerArgs) -> anyhow::Result<ServerUnderTest> {
-        let server = match &args.server {
-            Some(url) => {
-                let url = url.trim_end_matches('/').to_string();
-                let host_port = url.strip_prefix("http://").context("--server wants an http:// URL")?;
-                let addr = tokio::net::lookup_host(host_port)
-                    .await
-                    .with_context(|| format!("resolving {host_port}"))?
-                    .next()
-                    .with_context(|| format!("{host_port} resolves to no address"))?;
-                ServerUnderTest {
-                    url,
-                    addr,
-                    pid: args.server_pid,
-                    backend: "external".into(),
-                    child: None,
-                    workdir: None,
-                }
-            }
-            None => Self::spawn(args)?,
-        };
+        let Some(url) = &args.server else { return Self::spawn(args).await };
+        let url = url.trim_end_matches('/').to_string();
+        let host_port = url.strip_prefix("http://").context("--server wants an http:// URL")?;
+        let addr = tokio::net::lookup_host(host_port)
+            .await
+            .with_context(|| format!("resolving {host_port}"))?
+            .next()
+            .with_context(|| format!("{host_port} resolves to no address"))?;
+        let server = ServerUnderTest { url, addr, pid: args.server_pid, backend: "external".into(), child: None };
         server.wait_ready(Duration::from_secs(120)).await?;
         Ok(server)
     }
 
-    fn spawn(args: &ServerArgs) -> anyhow::Result<ServerUnderTest> {
+    async fn spawn(args: &ServerArgs) -> anyhow::Result<ServerUnderTest> {
         let exe = std::env::current_exe().context("finding this executable")?;
         let workdir = tempfile::Builder::new().prefix("listwatch-bench-").tempdir()?;
-        let port = free_port()?;
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let log = std::fs::File::create(workdir.path().join("server.log"))?;
-        let mut command = Command::new(exe);
-        command
-            .arg("serve")
-            .arg("--addr")
-            .arg(addr.to_string())
-            .arg("--compaction-interval")
-            .arg("0")
-            .arg("--kubeconfig")
-            .arg(workdir.path().join("kubeconfig"));
-        let backend = match &args.etcd {
+        let (storage, backend) = match &args.etcd {
             Some(endpoints) => {
                 let millis = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis();
                 let prefix = format!("/listwatch-bench-{}-{millis}", std::process::id());
-                command.arg("--etcd").arg(endpoints).arg("--etcd-prefix").arg(&prefix);
-                format!("etcd {endpoints} (prefix {prefix})")
+                let described = format!("etcd {endpoints} (prefix {prefix})");
+                (vec!["--etcd".to_string(), endpoints.clone(), "--etcd-prefix".to_string(), prefix], described)
             }
-            None => {
-                command.arg("--ephemeral");
-                "embedded store (ephemeral)".to_string()
-            }
+            None => (vec!["--ephemeral".to_string()], "embedded store (ephemeral)".to_string()),
         };
-        command.args(&args.serve_arg);
-        command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-            unsafe {
-                command.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                    Ok(())
-                });
-            }
-        }
-        let child = command.spawn().context("starting `listwatch serve`")?;
-        let pid = child.id();
+        let child = Server::builder()
+            .binary(exe)
+            .dir(workdir)
+            .storage_flags(storage)
+            .args(&args.serve_arg)
+            .debug_api(false)
+            .rust_log(None)
+            .exit_with_parent(true)
+            .ready_timeout(Duration::from_secs(120))
+            .try_start()
+            .await
+            .context("starting `listwatch serve`")?;
+        let url = child.url.clone();
+        let addr: SocketAddr = child.authority().parse().with_context(|| format!("the server reported {url}"))?;
+        let pid = child.pid();
         eprintln!("bench: started `listwatch serve` (pid {pid}) on {addr} with the {backend}");
-        Ok(ServerUnderTest {
-            url: format!("http://{addr}"),
-            addr,
-            pid: Some(pid),
-            backend,
-            child: Some(child),
-            workdir: Some(workdir),
-        })
-    }
-
-    fn log_path(&self) -> Option<PathBuf> {
-        self.workdir.as_ref().map(|d| d.path().join("server.log"))
+        Ok(ServerUnderTest { url, addr, pid: Some(pid), backend, child: Some(child) })
     }
 
     /// The last lines of the child's log (for error messages).
     fn log_tail(&self) -> String {
-        let Some(text) = self.log_path().and_then(|p| std::fs::read_to_string(p).ok()) else {
-            return String::new();
-        };
+        let Some(child) = &self.child else { return String::new() };
+        let text = child.log();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
+    /// Waits for a given server's `/readyz` to answer 200.
     async fn wait_ready(&self, timeout: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -137,13 +99,8 @@ impl ServerUnderTest {
             {
                 return Ok(());
             }
-            if let Some(child) = &self.child
-                && let Some(status) = child_exited(child)
-            {
-                bail!("`listwatch serve` exited ({status}) before it was ready:\n{}", self.log_tail());
-            }
             if Instant::now() > deadline {
-                bail!("{} did not become ready within {timeout:?}\n{}", self.url, self.log_tail());
+                bail!("{} did not become ready within {timeout:?}", self.url);
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -153,9 +110,9 @@ impl ServerUnderTest {
     /// gone: a run that fails because the server died says so.
     pub fn annotate(&self, error: anyhow::Error) -> anyhow::Error {
         match &self.child {
-            Some(child) if child_exited(child).is_some() => error.context(format!(
+            Some(child) if !child.is_running() => error.context(format!(
                 "`listwatch serve` (pid {}) exited during the run; last lines of its log:\n{}",
-                child.id(),
+                self.pid.unwrap_or_default(),
                 self.log_tail()
             )),
             _ => error,
@@ -175,19 +132,8 @@ impl ServerUnderTest {
 
     /// Stops a started child (SIGTERM, then SIGKILL after 10 s). A given server is left alone.
     pub async fn stop(mut self) {
-        let Some(mut child) = self.child.take() else { return };
-        // SAFETY: plain kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while child.try_wait().ok().flatten().is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        if let Some(mut child) = self.child.take() {
+            child.stop().await;
         }
     }
 }
@@ -195,30 +141,12 @@ impl ServerUnderTest {
 impl Drop for ServerUnderTest {
     fn drop(&mut self) {
         if let Some(child) = &mut self.child {
-            let _ = child.kill();
-            let _ = child.wait();
-            if let Some(dir) = self.workdir.take() {
-                // Keep the log of a run that did not end with `stop`.
-                let kept = dir.keep();
-                eprintln!("bench: the server's log is in {}", kept.join("server.log").display());
-            }
+            child.kill();
+            // Keep the log of a run that did not end with `stop`.
+            let kept = child.keep_dir();
+            eprintln!("bench: the server's log is in {}", kept.join("server.log").display());
         }
     }
-}
-
-fn child_exited(child: &Child) -> Option<String> {
-    // `try_wait` needs `&mut`; peek at /proc instead: a zombie or a missing entry means it exited.
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).ok();
-    match stat.as_deref().and_then(|s| s.rsplit_once(')')).map(|(_, rest)| rest.trim_start().chars().next()) {
-        Some(Some('Z')) | None => Some("exited".into()),
-        _ => None,
-    }
-}
-
-/// A free loopback port (bound and released; the child binds it right after).
-fn free_port() -> std::io::Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?.port())
 }
 
 /// Raises this process's open-files soft limit to the hard limit (children inherit it), so a

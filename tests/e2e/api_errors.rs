@@ -4,34 +4,23 @@
 use serde_json::{Value, json};
 
 use crate::on_both_backends;
-use crate::support::{Backend, Server};
+use crate::support::{Backend, Server, assert_failure};
 
 on_both_backends!(status_codes, body_limits, invalid_names_are_422_with_causes, throttled_requests_get_429);
-
-#[track_caller]
-fn assert_status(got: &(u16, Value), code: u16, reason: &str) {
-    let (c, body) = got;
-    assert_eq!(*c, code, "{body}");
-    assert_eq!(body["kind"], "Status", "{body}");
-    assert_eq!(body["apiVersion"], "v1", "{body}");
-    assert_eq!(body["status"], "Failure", "{body}");
-    assert_eq!(body["code"], code, "{body}");
-    assert_eq!(body["reason"], reason, "{body}");
-}
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
 async fn status_codes(backend: Backend) {
     let server = Server::start("api-status-codes", backend, &[]).await;
     // 404: an unknown resource, an unknown object.
-    assert_status(&server.get("/api/v1/widgets").await, 404, "NotFound");
+    assert_failure(&server.get("/api/v1/widgets").await, 404, "NotFound");
     let missing = server.get(&format!("{CMS}/nope")).await;
-    assert_status(&missing, 404, "NotFound");
+    assert_failure(&missing, 404, "NotFound");
     assert_eq!(missing.1["message"], "configmaps \"nope\" not found");
     assert_eq!(missing.1["details"], json!({"name": "nope", "kind": "configmaps"}));
     // 405: a verb the kind does not have, PUT on a collection.
-    assert_status(&server.send("DELETE", "/api/v1/namespaces", "application/json", "").await, 405, "MethodNotAllowed");
-    assert_status(&server.send("PUT", CMS, "application/json", "{}").await, 405, "MethodNotAllowed");
+    assert_failure(&server.send("DELETE", "/api/v1/namespaces", "application/json", "").await, 405, "MethodNotAllowed");
+    assert_failure(&server.send("PUT", CMS, "application/json", "{}").await, 405, "MethodNotAllowed");
     // 406: a watch that only accepts YAML; a GET that accepts nothing we serve.
     let r = server
         .http
@@ -45,35 +34,35 @@ async fn status_codes(backend: Backend) {
     assert_eq!(r.status(), 406);
     assert_eq!(r.json::<Value>().await.unwrap()["reason"], "NotAcceptable");
     // 415: a body type the server does not read.
-    assert_status(&server.send("POST", CMS, "text/plain", "hello").await, 415, "UnsupportedMediaType");
-    assert_status(
+    assert_failure(&server.send("POST", CMS, "text/plain", "hello").await, 415, "UnsupportedMediaType");
+    assert_failure(
         &server.send("PATCH", &format!("{CMS}/x"), "application/json", "{}").await,
         415,
         "UnsupportedMediaType",
     );
     // 400: malformed JSON, a kind or apiVersion that does not match the URL, bad selectors.
-    assert_status(&server.send("POST", CMS, "application/json", "{\"metadata\":").await, 400, "BadRequest");
+    assert_failure(&server.send("POST", CMS, "application/json", "{\"metadata\":").await, 400, "BadRequest");
     let wrong_kind =
         server.post_json(CMS, &json!({"kind": "Secret", "apiVersion": "v1", "metadata": {"name": "a"}})).await;
-    assert_status(&wrong_kind, 400, "BadRequest");
+    assert_failure(&wrong_kind, 400, "BadRequest");
     let wrong_version =
         server.post_json(CMS, &json!({"kind": "ConfigMap", "apiVersion": "apps/v1", "metadata": {"name": "a"}})).await;
-    assert_status(&wrong_version, 400, "BadRequest");
-    assert_status(&server.get(&format!("{CMS}?labelSelector=a%20in%20(")).await, 400, "BadRequest");
+    assert_failure(&wrong_version, 400, "BadRequest");
+    assert_failure(&server.get(&format!("{CMS}?labelSelector=a%20in%20(")).await, 400, "BadRequest");
     let unknown_field = server.get(&format!("{CMS}?fieldSelector=spec.nope%3Dx")).await;
-    assert_status(&unknown_field, 400, "BadRequest");
+    assert_failure(&unknown_field, 400, "BadRequest");
     assert_eq!(
         unknown_field.1["message"],
         "\"spec.nope\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
     );
-    assert_status(&server.get("/api/v1/pods?fieldSelector=status.nope%3Dx").await, 400, "BadRequest");
+    assert_failure(&server.get("/api/v1/pods?fieldSelector=status.nope%3Dx").await, 400, "BadRequest");
     assert_eq!(server.get("/api/v1/pods?fieldSelector=status.phase%3DRunning").await.0, 200);
     // 409: already exists; a stale resourceVersion.
     let created = server.post_json(CMS, &json!({"metadata": {"name": "c"}, "data": {"k": "1"}})).await;
     assert_eq!(created.0, 201, "{}", created.1);
     let rv = created.1["metadata"]["resourceVersion"].as_str().unwrap().to_string();
     let exists = server.post_json(CMS, &json!({"metadata": {"name": "c"}})).await;
-    assert_status(&exists, 409, "AlreadyExists");
+    assert_failure(&exists, 409, "AlreadyExists");
     assert_eq!(exists.1["message"], "configmaps \"c\" already exists");
     let updated = server
         .send(
@@ -92,7 +81,7 @@ async fn status_codes(backend: Backend) {
             json!({"metadata": {"name": "c", "resourceVersion": rv}, "data": {"k": "3"}}).to_string(),
         )
         .await;
-    assert_status(&stale, 409, "Conflict");
+    assert_failure(&stale, 409, "Conflict");
     assert_eq!(
         stale.1["message"],
         "Operation cannot be fulfilled on configmaps \"c\": the object has been modified; please apply your changes to the latest version and try again"
@@ -106,7 +95,7 @@ async fn status_codes(backend: Backend) {
             json!({"preconditions": {"uid": "not-the-uid"}}).to_string(),
         )
         .await;
-    assert_status(&precondition, 409, "Conflict");
+    assert_failure(&precondition, 409, "Conflict");
     // rest.BeforeDelete names the kind, not the resource.
     let uid = created.1["metadata"]["uid"].as_str().unwrap();
     assert_eq!(
@@ -118,7 +107,7 @@ async fn status_codes(backend: Backend) {
     assert_eq!(precondition.1["details"]["kind"], "ConfigMap");
     // 504: a resourceVersion storage has not reached (from storage: no Retry-After).
     let future = server.get(&format!("{CMS}?resourceVersion=99999999&limit=10")).await;
-    assert_status(&future, 504, "Timeout");
+    assert_failure(&future, 504, "Timeout");
     assert_eq!(future.1["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
     // From the cache it waits (3 s), then 504 with Retry-After: 1.
     let r = server.http.get(server.api(&format!("{CMS}?resourceVersion=99999999"))).send().await.unwrap();
@@ -130,20 +119,20 @@ async fn body_limits(backend: Backend) {
     let server = Server::start("api-body-limits", backend, &[]).await;
     // Over 3 MiB: refused before it is decoded.
     let huge = json!({"metadata": {"name": "huge"}, "data": {"k": "x".repeat(3 * 1024 * 1024 + 10)}});
-    assert_status(&server.post_json(CMS, &huge).await, 413, "RequestEntityTooLarge");
+    assert_failure(&server.post_json(CMS, &huge).await, 413, "RequestEntityTooLarge");
     // Under 3 MiB but over what storage takes (etcd's 1.5 MiB): also 413, and nothing written.
     // (A pod: a ConfigMap that big is refused sooner, by validation's 1 MiB data limit.)
     let pods = "/api/v1/namespaces/default/pods";
     let args = vec![json!("x".repeat(2 * 1024 * 1024))];
     let big = json!({"metadata": {"name": "big"}, "spec": {"containers": [{"name": "c", "image": "i", "args": args}]}});
-    assert_status(&server.post_json(pods, &big).await, 413, "RequestEntityTooLarge");
+    assert_failure(&server.post_json(pods, &big).await, 413, "RequestEntityTooLarge");
     assert_eq!(server.get(&format!("{pods}/big")).await.0, 404);
 }
 
 async fn invalid_names_are_422_with_causes(backend: Backend) {
     let server = Server::start("api-names", backend, &[]).await;
     let bad = server.post_json(CMS, &json!({"metadata": {"name": "Bad_Name"}})).await;
-    assert_status(&bad, 422, "Invalid");
+    assert_failure(&bad, 422, "Invalid");
     assert_eq!(bad.1["details"]["kind"], "ConfigMap");
     assert_eq!(bad.1["details"]["name"], "Bad_Name");
     let cause = &bad.1["details"]["causes"][0];
@@ -152,10 +141,10 @@ async fn invalid_names_are_422_with_causes(backend: Backend) {
     assert!(bad.1["message"].as_str().unwrap().starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"), "{}", bad.1);
     // Namespaces are DNS labels: no dots.
     let ns = server.post_json("/api/v1/namespaces", &json!({"metadata": {"name": "a.b"}})).await;
-    assert_status(&ns, 422, "Invalid");
+    assert_failure(&ns, 422, "Invalid");
     // No name at all.
     let none = server.post_json(CMS, &json!({"metadata": {}})).await;
-    assert_status(&none, 422, "Invalid");
+    assert_failure(&none, 422, "Invalid");
     assert_eq!(none.1["details"]["causes"][0]["message"], "Required value: name or generateName is required");
     // generateName gets a random suffix.
     let generated = server.post_json(CMS, &json!({"metadata": {"generateName": "gen-"}})).await;
@@ -164,7 +153,7 @@ async fn invalid_names_are_422_with_causes(backend: Backend) {
     assert!(name.starts_with("gen-") && name.len() == 9, "{name}");
     // A namespace in the body that differs from the URL's.
     let other_ns = server.post_json(CMS, &json!({"metadata": {"name": "x", "namespace": "kube-system"}})).await;
-    assert_status(&other_ns, 400, "BadRequest");
+    assert_failure(&other_ns, 400, "BadRequest");
 }
 
 async fn throttled_requests_get_429(backend: Backend) {

@@ -3,7 +3,7 @@
 //! finds one. Authentication does not touch storage: one backend is enough except for the
 //! token test, which runs on both.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::on_both_backends;
-use crate::support::{Backend, Server, kubectl_binary};
+use crate::support::{Backend, Server, binary, kubectl_binary};
 
 on_both_backends!(token_file_authenticates_bearer_tokens);
 
@@ -38,10 +38,6 @@ fn token_file(dir: &Path) -> String {
     let path = dir.join("tokens.csv");
     std::fs::write(&path, TOKENS).unwrap();
     path.display().to_string()
-}
-
-fn binary() -> PathBuf {
-    std::env::var_os("LISTWATCH_BIN").map(PathBuf::from).unwrap_or_else(|| env!("CARGO_BIN_EXE_listwatch").into())
 }
 
 async fn token_file_authenticates_bearer_tokens(backend: Backend) {

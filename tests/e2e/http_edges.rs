@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::on_both_backends;
-use crate::support::{Backend, Server, Watch, metric};
+use crate::support::{Backend, Server, Watch, assert_status, metric};
 
 on_both_backends!(
     panics_answer_500_and_end_only_their_stream,
@@ -23,17 +23,6 @@ on_both_backends!(
 );
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
-
-#[track_caller]
-fn assert_status(got: &(u16, Value), code: u16, reason: &str, message: &str) {
-    let (c, body) = got;
-    assert_eq!(*c, code, "{body}");
-    assert_eq!(body["kind"], "Status", "{body}");
-    assert_eq!(body["status"], "Failure", "{body}");
-    assert_eq!(body["code"], code, "{body}");
-    assert_eq!(body["reason"], reason, "{body}");
-    assert_eq!(body["message"], message, "{body}");
-}
 
 /// One HTTP/1.x exchange over a connection of its own or `conn`: writes `request` as is and
 /// reads one response (to its Content-Length, or to the end of the connection).

@@ -28,10 +28,7 @@ async fn informer_command_shows_fill_sync_and_events(backend: Backend) {
         ))
         .await;
     assert_eq!(code, 200);
-    let binary = std::env::var_os("LISTWATCH_BIN")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_listwatch").into());
-    let mut child = tokio::process::Command::new(binary)
+    let mut child = tokio::process::Command::new(crate::support::binary())
         .args(["informer", "cm", "-n", "default", "--duration", "30s", "--kubeconfig"])
         .arg(&server.kubeconfig)
         .stdout(std::process::Stdio::piped())

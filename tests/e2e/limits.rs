@@ -2,16 +2,15 @@
 //! burst of thousands of watchers, slow and half-open connections, request header limits, and
 //! kube's max-in-flight limits (429, watches exempt).
 
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::on_both_backends;
-use crate::support::{Backend, Server, Watch, metric};
+use crate::support::{Backend, Server, Watch, binary, harness, metric};
 
 on_both_backends!(a_burst_of_5000_watchers_is_served);
 
@@ -66,12 +65,6 @@ mod memory_only {
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 const TOO_MANY: &str = "Too many requests, please try again later.\n";
-
-fn binary() -> PathBuf {
-    std::env::var_os("LISTWATCH_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_listwatch")))
-}
 
 /// `host:port` of a server's URL, for raw connections.
 fn authority(server: &Server) -> String {
@@ -151,59 +144,14 @@ async fn a_data_dir_serves_one_process_at_a_time(backend: Backend) {
     assert_eq!(lock.trim(), server.pid().to_string());
 }
 
-/// A `listwatch serve --ephemeral` started by a test itself, with what it printed so far.
-struct Spawned {
-    child: tokio::process::Child,
-    url: String,
-    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-}
-
-/// Starts `listwatch serve --ephemeral --addr <addr>`, with at most `open_files` open files
-/// (soft and hard limit) when given; returns once it printed its URL.
-async fn serve_at(addr: &str, dir: &Path, open_files: Option<u64>) -> Spawned {
-    let mut command = tokio::process::Command::new(binary());
-    command
-        .args(["serve", "--ephemeral", "--addr", addr, "--kubeconfig"])
-        .arg(dir.join(format!("kubeconfig-{}", addr.replace([':', '[', ']'], "_"))))
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    if let Some(n) = open_files {
-        // SAFETY: only setrlimit, which is async-signal-safe, runs between fork and exec.
-        unsafe {
-            command.pre_exec(move || {
-                let limit = libc::rlimit { rlim_cur: n as libc::rlim_t, rlim_max: n as libc::rlim_t };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+/// Starts `listwatch serve --ephemeral --addr <addr>` (no debug API), with at most
+/// `open_files` open files (soft and hard limit) when given.
+async fn serve_at(addr: &str, open_files: Option<u64>) -> Server {
+    let mut builder = harness().backend(Backend::Ephemeral).addr(addr).debug_api(false);
+    if let Some(files) = open_files {
+        builder = builder.open_files_limit(files);
     }
-    let mut child = command.spawn().expect("the binary runs");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let url = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await.expect("stderr") {
-            log.lock().unwrap().push(line.clone());
-            if let Some(rest) = line.strip_prefix("listwatch is serving on ") {
-                return rest.split(';').next().unwrap_or("").to_string();
-            }
-        }
-        panic!("--addr {addr}: the server exited:\n{}", log.lock().unwrap().join("\n"));
-    })
-    .await
-    .unwrap_or_else(|_| panic!("--addr {addr}: the server did not start"));
-    // Keep reading stderr so the server never blocks on it.
-    let kept = log.clone();
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = lines.next_line().await {
-            kept.lock().unwrap().push(line);
-        }
-    });
-    Spawned { child, url, log }
+    Server::start_from(builder).await
 }
 
 async fn ready(client: &reqwest::Client, url: &str) -> bool {
@@ -220,12 +168,11 @@ async fn ready(client: &reqwest::Client, url: &str) -> bool {
 }
 
 async fn go_style_listen_addresses() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
     let client = reqwest::Client::new();
     let ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
 
     // An empty host is every interface: the printed URL is loopback and IPv6 reaches it too.
-    let any = serve_at(":0", dir.path(), None).await;
+    let any = serve_at(":0", None).await;
     let url = any.url.clone();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     assert!(ready(&client, &url).await, "--addr :0 serves on {url}");
@@ -234,13 +181,13 @@ async fn go_style_listen_addresses() {
         assert!(ready(&client, &format!("http://[::1]:{port}")).await, "--addr :0 listens on IPv6 as well");
     }
 
-    let named = serve_at("localhost:0", dir.path(), None).await;
+    let named = serve_at("localhost:0", None).await;
     let url = named.url.clone();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     assert!(ready(&client, &url).await, "--addr localhost:0 serves on {url}");
 
     if ipv6 {
-        let v6 = serve_at("[::1]:0", dir.path(), None).await;
+        let v6 = serve_at("[::1]:0", None).await;
         let url = v6.url.clone();
         assert!(url.starts_with("http://[::1]:"), "{url}");
         assert!(ready(&client, &url).await, "--addr [::1]:0 serves on {url}");
@@ -356,23 +303,18 @@ fn cpu_time(pid: u32) -> Duration {
 async fn running_out_of_open_files_backs_off_and_recovers() {
     const FILES: u64 = 256;
     raise_open_file_limit();
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let server = serve_at("127.0.0.1:0", dir.path(), Some(FILES)).await;
-    let pid = server.child.id().expect("a running server");
+    let server = serve_at("127.0.0.1:0", Some(FILES)).await;
+    let pid = server.pid();
     let authority = server.url.trim_start_matches("http://").to_string();
     // More connections than the server has files for: accept fails with EMFILE.
     let mut held = Vec::new();
     for _ in 0..FILES + 150 {
         held.push(TcpStream::connect(&authority).await.expect("connect (queued by the kernel)"));
     }
-    let failures = || server.log.lock().unwrap().iter().filter(|l| l.contains("accept failed")).count();
+    let failures = || server.log().lines().filter(|l| l.contains("accept failed")).count();
     let deadline = Instant::now() + Duration::from_secs(10);
     while failures() == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "accept never failed with {FILES} files:\n{}",
-            server.log.lock().unwrap().join("\n")
-        );
+        assert!(Instant::now() < deadline, "accept never failed with {FILES} files:\n{}", server.log());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // It backs off (Go's 5 ms doubling to 1 s) instead of spinning on the failing accept.
@@ -384,7 +326,7 @@ async fn running_out_of_open_files_backs_off_and_recovers() {
     // Once clients go away, it serves again.
     drop(held);
     assert!(ready(&reqwest::Client::new(), &server.url).await, "the server did not recover from EMFILE");
-    let log = server.log.lock().unwrap().join("\n");
+    let log = server.log();
     assert!(!log.contains("panicked"), "{log}");
 }
 

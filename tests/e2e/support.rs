@@ -1,166 +1,80 @@
-//! Running the built `listwatch` binary for a test, on the embedded store or on etcd, and
-//! talking to it with kubectl and raw HTTP.
+//! Running the built `listwatch` binary for a test (testkit's harness), on the embedded store or
+//! on etcd, and talking to it with kubectl and raw HTTP.
 
-use std::io::{BufRead, BufReader, Write};
+use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Stdio;
 use std::time::Duration;
 
-use listwatch_testkit::etcd::{EtcdProcess, EtcdProcessOptions, shared_endpoints, unique_prefix};
+use listwatch_testkit::etcd::EtcdProcess;
+use listwatch_testkit::server::ServerBuilder;
 use serde_json::Value;
 
-/// Which storage a test server runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// The embedded store, durable, in the test's own directory.
-    Memory,
-    /// The run's shared etcd, under a key prefix of the test's own.
-    Etcd,
-    /// A private etcd (tests that compact or kill it).
-    PrivateEtcd,
-}
+pub use listwatch_testkit::server::Backend;
 
-/// A running `listwatch serve`. Killed when dropped.
+/// A running `listwatch serve` (testkit's harness) with an HTTP client for it. Killed when
+/// dropped.
 pub struct Server {
-    child: Option<Child>,
-    pub url: String,
-    pub kubeconfig: PathBuf,
-    pub dir: tempfile::TempDir,
-    args: Vec<String>,
-    pub etcd: Option<EtcdProcess>,
+    server: listwatch_testkit::server::Server,
     pub http: reqwest::Client,
 }
 
-fn binary() -> PathBuf {
-    std::env::var_os("LISTWATCH_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_listwatch")))
+impl Deref for Server {
+    type Target = listwatch_testkit::server::Server;
+    fn deref(&self) -> &Self::Target {
+        &self.server
+    }
+}
+
+impl DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.server
+    }
+}
+
+/// The listwatch binary: `LISTWATCH_BIN`, else the one cargo built for these tests.
+pub fn binary() -> PathBuf {
+    listwatch_testkit::server::listwatch_binary(Some(env!("CARGO_BIN_EXE_listwatch").as_ref()))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The harness, running the binary cargo built for these tests unless `LISTWATCH_BIN` names one.
+pub fn harness() -> ServerBuilder {
+    listwatch_testkit::server::Server::builder().fallback_binary(env!("CARGO_BIN_EXE_listwatch"))
 }
 
 impl Server {
     /// Starts a server for test `name` with the debug API on, no compactor, and `extra` flags.
     pub async fn start(name: &str, backend: Backend, extra: &[&str]) -> Server {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let (storage, etcd) = match backend {
-            Backend::Memory => (vec!["--data-dir".to_string(), dir.path().join("data").display().to_string()], None),
-            Backend::Etcd => (
-                vec![
-                    "--etcd".to_string(),
-                    shared_endpoints().await.join(","),
-                    "--etcd-prefix".to_string(),
-                    format!("{}registry", unique_prefix(name)),
-                ],
-                None,
-            ),
-            Backend::PrivateEtcd => {
-                let process = EtcdProcess::start(EtcdProcessOptions::default()).await;
-                (vec!["--etcd".to_string(), process.endpoint().to_string()], Some(process))
-            }
-        };
-        Server::start_with_storage(dir, storage, etcd, extra).await
+        Server::start_from(harness().name(name).backend(backend).args(extra)).await
     }
 
-    /// Starts a server on the given storage flags (and keeps `etcd` alive with it).
+    /// Starts a server on the given storage flags, with its files in `dir` (and keeps `etcd`
+    /// alive with it).
     pub async fn start_with_storage(
         dir: tempfile::TempDir,
         storage: Vec<String>,
         etcd: Option<EtcdProcess>,
         extra: &[&str],
     ) -> Server {
-        let kubeconfig = dir.path().join("kubeconfig");
-        let mut args: Vec<String> =
-            vec!["serve".into(), "--kubeconfig".into(), kubeconfig.display().to_string(), "--enable-debug-api".into()];
-        // No compactor unless the test asks for one: compaction is what tests force.
-        if !extra.contains(&"--compaction-interval") {
-            args.extend(["--compaction-interval".into(), "0s".into()]);
+        let mut builder = harness().dir(dir).storage_flags(storage).args(extra);
+        if let Some(etcd) = etcd {
+            builder = builder.etcd(etcd);
         }
-        args.extend(storage);
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let mut server = Server {
-            child: None,
-            url: String::new(),
-            kubeconfig,
-            dir,
-            args,
-            etcd,
+        Server::start_from(builder).await
+    }
+
+    /// Starts a server as [`harness`]`()`, configured further, says.
+    pub async fn start_from(builder: ServerBuilder) -> Server {
+        Server {
+            server: builder.start().await,
             // Servers with --tls-generate use a CA of their own; the tests trust any.
             http: reqwest::Client::builder()
                 .http1_only()
                 .danger_accept_invalid_certs(true)
                 .build()
                 .expect("an HTTP client"),
-        };
-        server.launch("127.0.0.1:0").await;
-        server
-    }
-
-    /// Starts the process and waits until it serves and is ready.
-    async fn launch(&mut self, addr: &str) {
-        let mut args = self.args.clone();
-        args.extend(["--addr".into(), addr.into()]);
-        let mut child = Command::new(binary())
-            .args(&args)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the listwatch binary starts");
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let log_path = self.dir.path().join("server.log");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut log = std::fs::OpenOptions::new().create(true).append(true).open(log_path).expect("a log file");
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let _ = writeln!(log, "{line}");
-                if let Some(rest) = line.strip_prefix("listwatch is serving on ") {
-                    let url = rest.split(';').next().unwrap_or("").to_string();
-                    let _ = tx.send(url);
-                }
-            }
-        });
-        self.child = Some(child);
-        let url = tokio::task::spawn_blocking(move || rx.recv_timeout(Duration::from_secs(60)))
-            .await
-            .expect("join")
-            .unwrap_or_else(|_| panic!("listwatch did not start; log:\n{}", self.log()));
-        self.url = url;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(r) = self.http.get(format!("{}/readyz", self.url)).send().await
-                && r.status() == 200
-            {
-                return;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "listwatch never became ready; log:\n{}", self.log());
-            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-    }
-
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
-    }
-
-    /// Kills the process with SIGKILL.
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// The id of the running process.
-    pub fn pid(&self) -> u32 {
-        self.child.as_ref().expect("the server is running").id()
-    }
-
-    /// Restarts on the same port, data dir and storage.
-    pub async fn restart(&mut self) {
-        self.kill();
-        let addr = self.url.trim_start_matches("http://").to_string();
-        self.launch(&addr).await;
     }
 
     pub fn kubectl(&self) -> Kubectl {
@@ -210,10 +124,23 @@ impl Server {
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
+/// Asserts that `got` (status code and body) is kube's failure `Status` with `code` and `reason`.
+#[track_caller]
+pub fn assert_failure(got: &(u16, Value), code: u16, reason: &str) {
+    let (c, body) = got;
+    assert_eq!(*c, code, "{body}");
+    assert_eq!(body["kind"], "Status", "{body}");
+    assert_eq!(body["apiVersion"], "v1", "{body}");
+    assert_eq!(body["status"], "Failure", "{body}");
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body["reason"], reason, "{body}");
+}
+
+/// Asserts that `got` is kube's failure `Status` with `code`, `reason` and exactly `message`.
+#[track_caller]
+pub fn assert_status(got: &(u16, Value), code: u16, reason: &str, message: &str) {
+    assert_failure(got, code, reason);
+    assert_eq!(got.1["message"], message, "{}", got.1);
 }
 
 /// kubectl against a test server, with a HOME and cache of its own so discovery caches never

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::on_both_backends;
-use crate::support::{Backend, Server};
+use crate::support::{Backend, Server, assert_status};
 
 on_both_backends!(
     metadata_is_validated_on_every_write,
@@ -28,17 +28,6 @@ const NAME_PART_MSG: &str = "name part must consist of alphanumeric characters, 
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
 const GENERIC_422: &str = "the server rejected our request due to an error in our request";
-
-#[track_caller]
-fn assert_status(got: &(u16, Value), code: u16, reason: &str, message: &str) {
-    let (c, body) = got;
-    assert_eq!(*c, code, "{body}");
-    assert_eq!(body["kind"], "Status", "{body}");
-    assert_eq!(body["status"], "Failure", "{body}");
-    assert_eq!(body["code"], code, "{body}");
-    assert_eq!(body["reason"], reason, "{body}");
-    assert_eq!(body["message"], message, "{body}");
-}
 
 /// The `(field, reason, message)` of each cause.
 fn causes(body: &Value) -> Vec<(String, String, String)> {

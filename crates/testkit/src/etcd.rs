@@ -20,6 +20,8 @@ use std::time::Duration;
 use tokio::process::Command;
 use tokio::sync::OnceCell;
 
+use crate::process::is_alive;
+
 /// Env var: comma-separated endpoints of an etcd to use instead of starting one.
 pub const ENDPOINTS_ENV: &str = "LISTWATCH_ETCD_ENDPOINTS";
 /// Env var: `3.4` or `3.5` (default), the version of the shared etcd this kit starts.
@@ -323,15 +325,6 @@ fn signal_kill(pid: u32) {
         .args(["-KILL", &pid.to_string()])
         .stderr(std::process::Stdio::null())
         .status();
-}
-
-/// Whether `pid` runs (a zombie, waiting for its parent to reap it, does not count).
-fn is_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state is the first field after the parenthesized command name.
-        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with(['Z', 'X'])),
-        Err(_) => false,
-    }
 }
 
 async fn wait_gone(pid: u32) {

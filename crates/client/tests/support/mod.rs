@@ -1,4 +1,5 @@
-//! Running a real `listwatch serve` for the client's tests, on the embedded store or on etcd.
+//! Running a real `listwatch serve` for the client's tests (testkit's harness), on the embedded
+//! store or on etcd.
 //!
 //! The binary comes from `LISTWATCH_BIN` (scripts/test.sh sets it); without it the tests fail
 //! with a message saying so, they never skip. etcd runs use the run's shared etcd
@@ -8,121 +9,53 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use listwatch_client::{
     Api, ApiResource, BackoffConfig, Client, Config, DynamicObject, ListParams, Object, ReflectorConfig,
 };
-use listwatch_testkit::etcd::{EtcdProcess, EtcdProcessOptions, shared_endpoints, unique_prefix};
 use serde_json::json;
+
+pub use listwatch_testkit::server::Backend;
 
 /// The longest any single wait in these tests may take.
 pub const WAIT: Duration = Duration::from_secs(60);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// The embedded store in the test's directory (durable, so it survives restarts).
-    Memory,
-    /// The run's shared etcd under a prefix of this test's own.
-    Etcd,
-    /// An etcd of this test's own, which it may kill and restart.
-    PrivateEtcd,
+/// A running `listwatch serve` (testkit's harness), killed when dropped.
+pub struct Server(listwatch_testkit::server::Server);
+
+impl Deref for Server {
+    type Target = listwatch_testkit::server::Server;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
-/// A running `listwatch serve`, killed when dropped.
-pub struct Server {
-    child: Option<Child>,
-    pub url: String,
-    pub kubeconfig: PathBuf,
-    pub dir: tempfile::TempDir,
-    args: Vec<String>,
-    pub etcd: Option<EtcdProcess>,
-}
-
-fn binary() -> PathBuf {
-    match std::env::var_os("LISTWATCH_BIN") {
-        Some(path) if !path.is_empty() => PathBuf::from(path),
-        _ => panic!(
-            "LISTWATCH_BIN is not set: these tests run the listwatch binary. Run them through scripts/test.sh, \
-             or build it (`cargo build -p listwatch`) and set LISTWATCH_BIN=target/debug/listwatch"
-        ),
+impl DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
     }
 }
 
 impl Server {
     /// Starts a server for test `name` with the debug API on, no compactor, and `extra` flags.
     pub async fn start(name: &str, backend: Backend, extra: &[&str]) -> Server {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let (storage, etcd) = match backend {
-            Backend::Memory => (vec!["--data-dir".to_owned(), dir.path().join("data").display().to_string()], None),
-            Backend::Etcd => (
-                vec![
-                    "--etcd".to_owned(),
-                    shared_endpoints().await.join(","),
-                    "--etcd-prefix".to_owned(),
-                    format!("{}registry", unique_prefix(name)),
-                ],
-                None,
-            ),
-            Backend::PrivateEtcd => {
-                let etcd = EtcdProcess::start(EtcdProcessOptions::default()).await;
-                (vec!["--etcd".to_owned(), etcd.endpoint().to_owned()], Some(etcd))
-            }
-        };
-        let kubeconfig = dir.path().join("kubeconfig");
-        let mut args: Vec<String> = vec![
-            "serve".into(),
-            "--kubeconfig".into(),
-            kubeconfig.display().to_string(),
-            "--enable-debug-api".into(),
-            "--compaction-interval".into(),
-            "0s".into(),
-        ];
-        args.extend(storage);
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let mut server = Server { child: None, url: String::new(), kubeconfig, dir, args, etcd };
-        server.launch("127.0.0.1:0").await;
+        let server = listwatch_testkit::server::Server::builder()
+            .name(name)
+            .backend(backend)
+            .args(extra)
+            .ready_timeout(WAIT)
+            .start()
+            .await;
+        let server = Server(server);
+        server.wait_for_the_api().await;
         server
     }
 
-    async fn launch(&mut self, addr: &str) {
-        let mut args = self.args.clone();
-        args.extend(["--addr".into(), addr.into()]);
-        let binary = binary();
-        let mut child = Command::new(&binary)
-            .args(&args)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", binary.display()));
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let log_path = self.dir.path().join("server.log");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut log = std::fs::OpenOptions::new().create(true).append(true).open(log_path).expect("a log file");
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let _ = writeln!(log, "{line}");
-                if let Some(rest) = line.strip_prefix("listwatch is serving on ") {
-                    let _ = tx.send(rest.split(';').next().unwrap_or("").trim().to_owned());
-                }
-            }
-        });
-        self.child = Some(child);
-        let url = tokio::task::spawn_blocking(move || rx.recv_timeout(WAIT))
-            .await
-            .expect("join")
-            .unwrap_or_else(|_| panic!("listwatch did not start; log:\n{}", self.log()));
-        self.url = url;
-        // Ready means the API answers through the client under test.
-        let client = self.client();
-        let api: Api<DynamicObject> = Api::new(client, ApiResource::namespaces(), None);
+    /// Ready means the API answers through the client under test, too.
+    async fn wait_for_the_api(&self) {
+        let api: Api<DynamicObject> = Api::new(self.client(), ApiResource::namespaces(), None);
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
             match api.get("default").await {
@@ -137,10 +70,6 @@ impl Server {
         }
     }
 
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
-    }
-
     /// The server's kubeconfig, as a client config.
     pub fn config(&self) -> Config {
         Config::from_kubeconfig(&self.kubeconfig).expect("the server's kubeconfig loads")
@@ -150,19 +79,10 @@ impl Server {
         Client::new(self.config()).expect("a client")
     }
 
-    /// Kills the server with SIGKILL.
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
     /// Restarts on the same address, data dir and storage.
     pub async fn restart(&mut self) {
-        self.kill();
-        let addr = self.url.trim_start_matches("http://").trim_start_matches("https://").to_owned();
-        self.launch(&addr).await;
+        self.0.restart().await;
+        self.wait_for_the_api().await;
     }
 
     /// POST /debug/listwatch/<path>.
@@ -177,12 +97,6 @@ impl Server {
             )
             .await
             .unwrap_or_else(|e| panic!("debug {path}: {e}"));
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 
