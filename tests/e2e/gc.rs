@@ -211,8 +211,17 @@ async fn gc_dangling_references_survive_a_watch_restart(backend: Backend) {
     }
     let deadline = tokio::time::Instant::now() + TIMEOUT;
     loop {
-        assert!(tokio::time::Instant::now() < deadline, "dangling pods were not all collected in {TIMEOUT:?}");
         let (code, list) = server.get(PODS).await;
+        if tokio::time::Instant::now() >= deadline {
+            let left: Vec<&str> = list["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["metadata"]["name"].as_str())
+                .filter(|n| n.starts_with("dangling-"))
+                .collect();
+            panic!("dangling pods were not all collected in {TIMEOUT:?}: {left:?}; log:\n{}", server.log());
+        }
         if code == 429 {
             tokio::time::sleep(Duration::from_millis(20)).await;
             continue;

@@ -414,22 +414,29 @@ async fn owned_objects(state: &ApiState) -> Result<Vec<(Arc<ResourceStore>, Arc<
     Ok(owned)
 }
 
+/// Every object of `store` as of now. A reconcile must see everything up to storage's current
+/// revision: after a 410 the collector's watches restart from that revision, so a list from a
+/// cache still behind it would miss the objects written in between (a consistent read, as
+/// kube's consistent reads from the cache; storage when the cache cannot give one).
 async fn all_objects(store: &ResourceStore) -> Result<Vec<Arc<Object>>, ApiError> {
-    match &store.cache {
-        Some(cache) if cache.is_ready() => Ok(cache.list(None, None, None).await.map_err(|e| e.to_api_error())?.items),
-        _ => {
-            let resp = store
-                .storage
-                .range(RangeRequest::new(KeyRange::prefix(store.prefix(None))))
-                .await
-                .map_err(crate::resource::storage_error)?;
-            Ok(resp
-                .kvs
-                .iter()
-                .filter_map(|kv| Object::from_storage(store.resource, &kv.value, kv.mod_revision).ok().map(Arc::new))
-                .collect())
+    if let Some(cache) = &store.cache
+        && cache.is_ready()
+    {
+        let now = store.current_revision().await?;
+        if let Ok(list) = cache.list(None, Some(now), None).await {
+            return Ok(list.items);
         }
     }
+    let resp = store
+        .storage
+        .range(RangeRequest::new(KeyRange::prefix(store.prefix(None))))
+        .await
+        .map_err(crate::resource::storage_error)?;
+    Ok(resp
+        .kvs
+        .iter()
+        .filter_map(|kv| Object::from_storage(store.resource, &kv.value, kv.mod_revision).ok().map(Arc::new))
+        .collect())
 }
 
 /// One entry of `metadata.ownerReferences`, as far as the collector needs it.
