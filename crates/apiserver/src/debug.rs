@@ -124,7 +124,9 @@ pub async fn handle(
                 assert!(n == 0, "debug API: a panic in a response stream");
                 crate::body::Chunk::from(Bytes::from_static(b"{\"debug\":\"the line before the panic\"}\n"))
             });
-            let stream = crate::panics::guard_stream(stream, path.to_string());
+            let label =
+                crate::panics::RequestLabel::new(method, &http::Uri::from_static("/debug/listwatch/panic?in=stream"));
+            let stream = crate::panics::guard_stream(stream, label);
             return Ok(response::with_body(200, "application/json", crate::body::Body::stream(stream)));
         }
         "/debug/listwatch/panic" => panic!("debug API: a panic in a request handler"),

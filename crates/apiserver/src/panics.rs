@@ -50,10 +50,31 @@ fn message(payload: &(dyn Any + Send)) -> &str {
         .unwrap_or("a panic without a message")
 }
 
+/// The request a guard watches over, for the log line of a panic. It holds the method and
+/// URI (shared, not copied) and is only formatted when a panic is caught, so guarding costs no
+/// allocation per request or per watch.
+#[derive(Clone, Debug)]
+pub struct RequestLabel {
+    method: http::Method,
+    uri: http::Uri,
+}
+
+impl RequestLabel {
+    pub fn new(method: &http::Method, uri: &http::Uri) -> RequestLabel {
+        RequestLabel { method: method.clone(), uri: uri.clone() }
+    }
+}
+
+impl std::fmt::Display for RequestLabel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.method, self.uri)
+    }
+}
+
 /// Logs and counts a caught panic.
-pub fn caught(stage: Stage, payload: &(dyn Any + Send), what: &str) {
+pub fn caught(stage: Stage, payload: &(dyn Any + Send), what: &RequestLabel) {
     metrics::request_panicked(stage.label());
-    tracing::error!(stage = stage.label(), request = what, panic = message(payload), "caught a panic");
+    tracing::error!(stage = stage.label(), request = %what, panic = message(payload), "caught a panic");
 }
 
 /// The 500 a panicked request answers.
@@ -62,13 +83,13 @@ pub fn error() -> ApiError {
 }
 
 /// Runs `future`, catching a panic in it (`Err` with the payload, already logged and counted).
-pub async fn guard<T>(stage: Stage, what: &str, future: impl Future<Output = T>) -> Result<T, ()> {
+pub async fn guard<T>(stage: Stage, what: &RequestLabel, future: impl Future<Output = T>) -> Result<T, ()> {
     AssertUnwindSafe(future).catch_unwind().await.map_err(|payload| caught(stage, payload.as_ref(), what))
 }
 
 /// `stream`, ended at its first panic (logged and counted) instead of unwinding into the
 /// connection.
-pub fn guard_stream<S>(stream: S, what: String) -> impl Stream<Item = S::Item> + Send + 'static
+pub fn guard_stream<S>(stream: S, what: RequestLabel) -> impl Stream<Item = S::Item> + Send + 'static
 where
     S: Stream<Item: Send> + Send + 'static,
 {
@@ -88,17 +109,21 @@ where
 mod tests {
     use super::*;
 
+    fn test_label() -> RequestLabel {
+        RequestLabel::new(&http::Method::GET, &http::Uri::from_static("/test"))
+    }
+
     #[tokio::test]
     async fn a_panicking_future_is_an_error() {
-        let out = guard(Stage::Handler, "test", async { panic!("boom") }).await;
+        let out = guard(Stage::Handler, &test_label(), async { panic!("boom") }).await;
         assert_eq!(out, Err::<(), ()>(()));
-        assert_eq!(guard(Stage::Handler, "test", async { 7 }).await, Ok(7));
+        assert_eq!(guard(Stage::Handler, &test_label(), async { 7 }).await, Ok(7));
     }
 
     #[tokio::test]
     async fn a_panicking_stream_ends_after_what_it_gave() {
         let stream = futures::stream::iter(1..).map(|n| if n == 3 { panic!("boom at {n}") } else { n });
-        let seen: Vec<i32> = guard_stream(stream, "test".into()).collect().await;
+        let seen: Vec<i32> = guard_stream(stream, test_label()).collect().await;
         assert_eq!(seen, [1, 2]);
     }
 

@@ -286,7 +286,7 @@ fn cache_enabled(config: &ServerConfig, resource: &Resource) -> bool {
 /// 500 (see `crate::panics`), so the connection and its other streams live on.
 pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Result<HttpResponse, Infallible> {
     let started = Instant::now();
-    let what = format!("{} {}", req.method(), req.uri());
+    let what = panics::RequestLabel::new(req.method(), req.uri());
     let mut counted = None;
     let response = match panics::guard(panics::Stage::Handler, &what, respond(&state, req, &mut counted)).await {
         Ok(response) => response,
@@ -482,11 +482,21 @@ async fn route(
                     Err(refusal) => return Ok(*refusal),
                 };
                 let watch = crate::watch::prepare(state, store, req, query, &parts.headers).await?;
-                Ok(crate::websocket::respond(state, watch, handshake, on_upgrade, parts.uri.to_string()))
+                Ok(crate::websocket::respond(
+                    state,
+                    watch,
+                    handshake,
+                    on_upgrade,
+                    crate::panics::RequestLabel::new(&parts.method, &parts.uri),
+                ))
             }
             None => {
                 let watch = crate::watch::prepare(state, store, req, query, &parts.headers).await?;
-                Ok(crate::watch::chunked_response(state, watch, parts.uri.to_string()))
+                Ok(crate::watch::chunked_response(
+                    state,
+                    watch,
+                    crate::panics::RequestLabel::new(&parts.method, &parts.uri),
+                ))
             }
         },
         Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {

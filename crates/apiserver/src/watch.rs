@@ -230,7 +230,7 @@ async fn uncached(
 }
 
 /// The chunked-HTTP response of a prepared watch.
-pub fn chunked_response(state: &ApiState, watch: PreparedWatch, what: String) -> HttpResponse {
+pub fn chunked_response(state: &ApiState, watch: PreparedWatch, what: crate::panics::RequestLabel) -> HttpResponse {
     let content_type = watch.media.stream_content_type();
     // A panic while producing a batch ends this watch only (the client re-watches).
     let stream = crate::panics::guard_stream(event_stream(state, watch), what);

@@ -144,7 +144,7 @@ pub fn respond(
     watch: PreparedWatch,
     handshake: Handshake,
     on_upgrade: OnUpgrade,
-    what: String,
+    what: crate::panics::RequestLabel,
 ) -> HttpResponse {
     let mut shutdown = state.shutdown.clone();
     tokio::spawn(async move {
