@@ -36,7 +36,7 @@ impl std::fmt::Display for JsonError {
 
 /// Decodes a JSON request body, nested up to [`MAX_JSON_DEPTH`] levels.
 pub fn from_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, JsonError> {
-    if let Some(opener) = too_deep(body) {
+    if let Some(opener) = listwatch_proto::json_depth::opener_past(body, MAX_JSON_DEPTH) {
         return Err(JsonError::TooDeep(opener));
     }
     let mut de = serde_json::Deserializer::from_slice(body);
@@ -44,34 +44,6 @@ pub fn from_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, JsonError> {
     let value = T::deserialize(serde_stacker::Deserializer::new(&mut de)).map_err(JsonError::Syntax)?;
     de.end().map_err(JsonError::Syntax)?;
     Ok(value)
-}
-
-/// The first `{` or `[` (outside strings) that opens level `MAX_JSON_DEPTH + 1`, if any.
-fn too_deep(body: &[u8]) -> Option<u8> {
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for &b in body {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > MAX_JSON_DEPTH {
-                    return Some(b);
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    None
 }
 
 /// kube-apiserver's limit on a request body (3 MiB).

@@ -155,7 +155,7 @@ fn encode_special(special: Special, value: &Value, path: &Path<'_>, out: &mut Ve
             // Request bodies may nest 10,000 levels (as kube's); embedded JSON is the one part
             // of them a schema keeps, and a stored object must stay within the nesting its
             // readers (serde_json's default limit) accept, or it could never be read back.
-            if path.depth() + json_nesting(&raw) > MAX_STORED_NESTING {
+            if crate::json_depth::opener_past(&raw, MAX_STORED_NESTING.saturating_sub(path.depth())).is_some() {
                 return Err(invalid(
                     path,
                     &format!("embedded JSON nests deeper than the {MAX_STORED_NESTING} levels an object may have"),
@@ -273,44 +273,6 @@ fn integer(value: &Value, path: &Path<'_>, min: i64, max: i64) -> Result<i64, Pr
 /// with its default recursion limit (128).
 const MAX_STORED_NESTING: usize = 127;
 
-/// How deep objects and arrays nest in `json` (valid JSON), counted byte by byte.
-fn json_nesting(json: &[u8]) -> usize {
-    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in json {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    deepest
-}
-
 fn invalid(path: &Path<'_>, message: &str) -> ProtoError {
     ProtoError::InvalidJson { path: path.describe(), message: message.to_owned() }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::json_nesting;
-
-    #[test]
-    fn nesting_counts_objects_and_arrays_outside_strings() {
-        assert_eq!(json_nesting(b"1"), 0);
-        assert_eq!(json_nesting(br#"{"a":[{"b":"[[[{"}]}"#), 3);
-        assert_eq!(json_nesting(br#"{"a":"\"{{"}"#), 1);
-    }
 }

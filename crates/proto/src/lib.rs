@@ -45,6 +45,7 @@ mod go_decode;
 mod go_types;
 mod go_unstructured;
 mod go_values;
+pub mod json_depth;
 mod path;
 mod schema;
 mod strict;
