@@ -56,8 +56,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use listwatch_meta::WatchEvent;
 use listwatch_watchcache::direct::{self, DirectOptions, DirectStart};
-use listwatch_watchcache::{WatchEvent, WatchStart, WatcherOptions};
+use listwatch_watchcache::{WatchStart, WatcherOptions};
 
 use crate::resource::ResourceStore;
 use crate::server::ApiState;

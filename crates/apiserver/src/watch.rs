@@ -18,8 +18,9 @@ use bytes::Bytes;
 use http::HeaderMap;
 use listwatch_encoding::{Encoder, EventEncoder, MediaType, negotiate_stream};
 use listwatch_meta::ApiError;
+use listwatch_meta::WatchEvent;
 use listwatch_watchcache::direct::{self, DirectOptions, DirectStart, DirectWatcher};
-use listwatch_watchcache::{CacheError, CacheWatcher, WatchEvent, WatchStart, WatcherOptions};
+use listwatch_watchcache::{CacheError, CacheWatcher, WatchStart, WatcherOptions};
 
 use crate::body::{Body, Chunk};
 use crate::metrics;

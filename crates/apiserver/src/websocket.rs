@@ -230,7 +230,7 @@ where
             if sink.feed(message).await.is_err() {
                 return;
             }
-            ended |= matches!(event, listwatch_watchcache::WatchEvent::Error(_));
+            ended |= matches!(event, listwatch_meta::WatchEvent::Error(_));
         }
         if sink.flush().await.is_err() || ended {
             break;

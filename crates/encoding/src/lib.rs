@@ -18,8 +18,8 @@ mod table;
 pub use media::{IncludeObject, MediaType, Negotiated, Output, Wire, has_schema, negotiate, negotiate_stream};
 
 use bytes::{Bytes, BytesMut};
+use listwatch_meta::WatchEvent;
 use listwatch_meta::{Object, Resource, Status};
-use listwatch_watchcache::WatchEvent;
 use serde_json::Value;
 
 /// Memo slots of `Object::encoded` (one per representation that is not the object's own JSON).

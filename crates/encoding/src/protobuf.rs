@@ -6,8 +6,8 @@
 //! them (the raw message inside the envelope).
 
 use bytes::Bytes;
+use listwatch_meta::WatchEvent;
 use listwatch_meta::{Object, Resource, Status};
-use listwatch_watchcache::WatchEvent;
 use serde_json::{Value, json};
 
 use crate::slot;

@@ -10,8 +10,10 @@ pub mod registry;
 pub mod selector;
 pub mod status;
 pub mod validation;
+pub mod watch_event;
 pub mod write_validation;
 
 pub use object::Object;
 pub use registry::{Registry, Resource};
 pub use status::{ApiError, GroupResource, Status};
+pub use watch_event::WatchEvent;

@@ -20,7 +20,9 @@ use listwatch_storage::{
     Event, EventKind, KeyRange, RangeRequest, Storage, StorageError, Watch, WatchRequest, WatchResponse, prefix_end,
 };
 
-use crate::event::{Predicate, WatchEvent};
+use listwatch_meta::WatchEvent;
+
+use crate::event::Predicate;
 
 /// How an uncached watch starts.
 #[derive(Clone, Debug, PartialEq, Eq)]

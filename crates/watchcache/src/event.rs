@@ -3,36 +3,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use listwatch_meta::{ApiError, Object, Resource};
-
-/// One event for one client watch, ready to encode.
-#[derive(Clone, Debug)]
-pub enum WatchEvent {
-    Added(Arc<Object>),
-    Modified(Arc<Object>),
-    /// The last state, with `metadata.resourceVersion` set to the deletion's revision (or,
-    /// when the object stopped matching the watch's selector, the update's revision).
-    Deleted(Arc<Object>),
-    /// Progress: every event up to `resource_version` has been sent. `initial_events_end`
-    /// marks the end of the initial events of a streaming list.
-    Bookmark {
-        resource_version: i64,
-        initial_events_end: bool,
-    },
-    /// A terminal error (sent as an ERROR event carrying the Status, then the stream ends).
-    Error(ApiError),
-}
-
-impl WatchEvent {
-    /// The resourceVersion a client resumes from after this event.
-    pub fn resource_version(&self) -> Option<i64> {
-        match self {
-            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => Some(o.resource_version()),
-            WatchEvent::Bookmark { resource_version, .. } => Some(*resource_version),
-            WatchEvent::Error(_) => None,
-        }
-    }
-}
+use listwatch_meta::{Object, Resource, WatchEvent};
 
 /// Which objects a watch or list wants (label and field selectors, compiled by the caller).
 pub type Predicate = Arc<dyn Fn(&Object) -> bool + Send + Sync>;

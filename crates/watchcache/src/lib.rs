@@ -9,8 +9,9 @@
 //! * [`direct`] (uncached): each client watch is its own storage watch, proxied straight
 //!   through like kube-apiserver's etcd3 watcher.
 //!
-//! Both produce the same [`WatchEvent`]s; the encoding and transport layers above never know
-//! which path served them.
+//! Both produce the same [`WatchEvent`](listwatch_meta::WatchEvent)s (defined in `meta`, so the
+//! encoders need not depend on this crate). Which of the two serves a request is decided once,
+//! by the apiserver's delegator; the encoding and transport layers never know.
 
 mod budget;
 mod cache;
@@ -19,5 +20,5 @@ mod event;
 mod watcher;
 
 pub use cache::{CacheError, CacheList, WatchCache, WatchCacheConfig, WatchCacheStats};
-pub use event::{Predicate, WatchEvent};
+pub use event::Predicate;
 pub use watcher::{CacheWatcher, WatchStart, WatcherOptions};

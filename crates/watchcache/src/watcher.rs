@@ -15,7 +15,9 @@ use listwatch_meta::Object;
 use tokio::sync::mpsc;
 
 use crate::cache::Inner;
-use crate::event::{CacheEvent, Predicate, WatchEvent};
+use listwatch_meta::WatchEvent;
+
+use crate::event::{CacheEvent, Predicate};
 
 /// Where a watch starts.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,11 +4,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use listwatch_meta::{Object, Registry, Resource};
+use listwatch_meta::{Object, Registry, Resource, WatchEvent};
 use listwatch_storage::Storage;
 use listwatch_storage::memory::MemoryStore;
 use listwatch_watchcache::{
-    CacheError, CacheWatcher, Predicate, WatchCache, WatchCacheConfig, WatchEvent, WatchStart, WatcherOptions,
+    CacheError, CacheWatcher, Predicate, WatchCache, WatchCacheConfig, WatchStart, WatcherOptions,
 };
 use serde_json::json;
 
