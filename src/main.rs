@@ -45,7 +45,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // Deeply nested request bodies need deeper stacks than tokio's default.
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .thread_stack_size(listwatch_apiserver::server::REQUEST_THREAD_STACK_BYTES)
+        .thread_stack_size(listwatch_apiserver::REQUEST_THREAD_STACK_BYTES)
         .enable_all()
         .build()?;
     match cli.command {

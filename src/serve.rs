@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
+use listwatch_apiserver::ServerConfig;
 use listwatch_apiserver::authn::{Authentication, ClientCa, TokenFile};
 use listwatch_apiserver::listener::{self, ListenAddr};
-use listwatch_apiserver::{ApiState, ServerConfig};
 use listwatch_storage::Storage;
 use listwatch_storage::etcd::{EtcdOptions, EtcdStore};
 use listwatch_storage::memory::{MemoryOptions, MemoryStore};
@@ -319,7 +319,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let server = format!("{}://{addr}", if tls.is_some() { "https" } else { "http" });
     let mut config = server_config(&args, addr.to_string())?;
     config.authentication = security.authentication.clone();
-    let state = ApiState::start(config, storage).await.context("starting the API server")?;
+    let state = listwatch_apiserver::start(config, storage).await.context("starting the API server")?;
     write_kubeconfigs(&args, &kubeconfig, &server, security)?;
     let serving = tokio::spawn(listwatch_apiserver::serve(listener, state.clone(), tls, shutdown_signal()));
     let ready = state.wait_ready(Duration::from_secs(60)).await;

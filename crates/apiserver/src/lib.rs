@@ -1,43 +1,39 @@
-//! The Kubernetes REST API over the storage layer.
+//! The Kubernetes REST API over the storage layer. The folders are its wings, each depending
+//! only on those listed after it:
 //!
-//! * `request.rs` / `options.rs`: what a request addresses and its validated options;
-//! * `server.rs`: state and routing; `discovery.rs`, `openapi.rs`, `metrics.rs`, `debug.rs`;
-//! * `list.rs`, `watch.rs`: the read verbs with kube-apiserver's resourceVersion semantics;
-//! * `write.rs`, `strategy.rs`, `scale.rs`, `delete_options.rs`: the write verbs and what the
-//!   server owns;
-//! * `controllers.rs`: finalizers, graceful deletion, namespace cleanup, the compactor;
-//! * `listener.rs`, `conn.rs`, `limits.rs`: the listening socket, connection limits (header
-//!   size and timeout) and the max-in-flight filter;
-//! * `authn/`: who is asking (token file, client certificates, anonymous);
-//! * `body.rs` / `body_in.rs` / `response.rs`: HTTP plumbing.
+//! * [`server`]: [`start`] builds the state and starts the controllers; [`serve`] accepts
+//!   connections;
+//! * [`handlers`]: the router and the verbs (get, list, watch, create, update, patch, delete,
+//!   scale), admission, request bodies, and the debug API;
+//! * [`discovery`]: `/api`, `/apis`, `/version` and OpenAPI;
+//! * [`transport`]: the listener, connections (TLS, HTTP/2, header limits), the max-in-flight
+//!   filter, response bodies, and the watch pump with its chunked and WebSocket framings;
+//! * [`authn`]: who is asking (token file, client certificates, anonymous);
+//! * [`controllers`]: the garbage collector, graceful deletion, namespace cleanup;
+//! * [`state`]: what handlers and controllers share ([`ApiState`]), built from [`config`];
+//! * [`registry`]: one resource's objects below HTTP, with the one delegator that picks the
+//!   watch cache or storage for every read, the guaranteed update and deletion;
+//! * [`options`]: list, watch, write and delete options, validated as kube does;
+//! * [`request`], [`response`], [`metrics`], [`panics`], [`faults`]: what a request is, how an
+//!   answer is built, what is counted, the last-resort panic guard, injected faults.
 
 pub mod authn;
-pub mod body;
-mod body_in;
-mod conn;
-mod controllers;
-mod debug;
-mod delete_options;
+pub mod config;
+pub mod controllers;
 pub mod discovery;
-mod gc;
-mod kinds;
-pub mod limits;
-mod list;
-pub mod listener;
-mod metrics;
-mod openapi;
+pub mod faults;
+pub mod handlers;
+pub mod metrics;
 pub mod options;
-mod panics;
+pub mod panics;
+pub mod registry;
 pub mod request;
-mod resource;
-mod response;
-mod scale;
-mod schema;
+pub mod response;
 pub mod server;
-mod strategy;
-pub mod tls;
-mod watch;
-mod websocket;
-mod write;
+pub mod state;
+pub mod transport;
 
-pub use server::{ApiState, ServerConfig, serve};
+pub use config::{REQUEST_THREAD_STACK_BYTES, ServerConfig};
+pub use server::{serve, start};
+pub use state::ApiState;
+pub use transport::{listener, tls};

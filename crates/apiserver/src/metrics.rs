@@ -8,13 +8,14 @@
 //! handler answered 500, or a response stream ended early): always 0 unless there is a bug.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::LazyLock;
 
 use listwatch_meta::Resource;
 use parking_lot::Mutex;
 use prometheus::{Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder};
 
-use crate::server::ApiState;
+use crate::registry::ResourceStore;
 
 struct Metrics {
     registry: Registry,
@@ -253,8 +254,8 @@ fn mirror(counter: &IntCounterVec, labels: &[&str], key: (String, &'static str),
 }
 
 /// The text exposition of every metric.
-pub async fn render(state: &ApiState) -> Vec<u8> {
-    for store in state.stores() {
+pub async fn render<'a>(stores: impl Iterator<Item = &'a Arc<ResourceStore>>) -> Vec<u8> {
+    for store in stores {
         let r = store.resource;
         let labels = [r.group, r.plural];
         let resource_label =

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 use listwatch_meta::{ApiError, Status};
 
-use crate::body::Body;
+use crate::transport::body::Body;
 
 pub type HttpResponse = Response<Body>;
 

@@ -18,6 +18,7 @@
 //! store that `listwatch serve` uses by default, and [`etcd::EtcdStore`], a real etcd cluster
 //! reached over gRPC. One contract test suite (`tests/contract.rs`) runs against both.
 
+pub mod compactor;
 pub mod etcd;
 pub mod memory;
 mod types;

@@ -176,7 +176,7 @@ fn bearer_token(headers: &http::HeaderMap) -> Result<Option<String>, String> {
 /// `base64url.bearer.authorization.k8s.io.<unpadded base64url>` subprotocol of a WebSocket
 /// request, which must offer another subprotocol as well.
 fn websocket_token(parts: &http::request::Parts) -> Result<Option<String>, String> {
-    if !crate::websocket::is_websocket_request(&parts.headers) {
+    if !crate::transport::websocket::is_websocket_request(&parts.headers) {
         return Ok(None);
     }
     let mut token = None;

@@ -110,8 +110,8 @@ fn websocket_subprotocol_tokens() {
 
 /// A CA (generated into `dir`) and a client certificate it signs.
 fn ca_and_client(dir: &Path, cn: &str, o: &str) -> (ClientCa, String) {
-    let files = crate::tls::generate(dir, &[]).unwrap();
-    let (cert, _key) = crate::tls::client_certificate(&files.ca_cert, &files.ca_key, cn, o).unwrap();
+    let files = crate::transport::tls::generate(dir, &[]).unwrap();
+    let (cert, _key) = crate::transport::tls::client_certificate(&files.ca_cert, &files.ca_key, cn, o).unwrap();
     (ClientCa::load(&files.ca_cert).unwrap(), cert)
 }
 

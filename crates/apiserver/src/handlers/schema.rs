@@ -19,27 +19,7 @@ use listwatch_meta::{ApiError, Resource};
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::request::Query;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FieldValidation {
-    Strict,
-    Warn,
-    Ignore,
-}
-
-impl FieldValidation {
-    /// The directive of `fieldValidation`; values kube does not know were refused with the
-    /// other write options (see `write_validation::validate_field_validation`) and read as the
-    /// default here.
-    pub fn from_query(query: &Query) -> FieldValidation {
-        match query.get("fieldValidation") {
-            Some("Strict") => FieldValidation::Strict,
-            Some("Ignore") => FieldValidation::Ignore,
-            _ => FieldValidation::Warn,
-        }
-    }
-}
+pub use crate::options::FieldValidation;
 
 /// How a write's body is checked: a create or update (400 on strict errors) or a patch (422
 /// on the `patch` field, showing what `shown` renders: see `PatchKind::shown`). A strategic
@@ -76,7 +56,7 @@ pub fn decode(
         };
         if let Some(error) = error.map_err(ApiError::internal)? {
             return Err(match source {
-                Source::Body(_) => crate::body_in::cannot_be_handled(kind, version, resource, &error),
+                Source::Body(_) => crate::handlers::body_in::cannot_be_handled(kind, version, resource, &error),
                 Source::Patch { shown, .. } => patch_invalid(&shown(), &error),
             });
         }
@@ -160,7 +140,7 @@ pub fn decode_protobuf(resource: &Resource, body: &[u8]) -> Result<Map<String, V
         return Err(ApiError::unsupported_media_type());
     }
     // The protobuf serializer's own checks, before the envelope is read.
-    let unrecognized = |error: &str| crate::body_in::unrecognized(resource.kind, error, body);
+    let unrecognized = |error: &str| crate::handlers::body_in::unrecognized(resource.kind, error, body);
     if body.is_empty() {
         return Err(unrecognized("empty data"));
     }
@@ -177,16 +157,18 @@ pub fn decode_protobuf(resource: &Resource, body: &[u8]) -> Result<Map<String, V
     }
     let envelope = listwatch_proto::unwrap_unknown(body)
         .map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}")))?;
-    let named = crate::kinds::from_type_meta(envelope.api_version, envelope.kind, resource);
+    let named = crate::handlers::kinds::from_type_meta(envelope.api_version, envelope.kind, resource);
     let type_meta = format!(
         "runtime.TypeMeta{{APIVersion:{}, Kind:{}}}",
         listwatch_meta::validation::go_quote(envelope.api_version),
         listwatch_meta::validation::go_quote(envelope.kind)
     );
-    crate::kinds::decode_failure(&named, resource, &type_meta, &Map::new())
-        .map_err(|e| crate::body_in::cannot_be_handled(&named.kind, &named.version, resource, &e))?;
+    crate::handlers::kinds::decode_failure(&named, resource, &type_meta, &Map::new())
+        .map_err(|e| crate::handlers::body_in::cannot_be_handled(&named.kind, &named.version, resource, &e))?;
     let decoded = listwatch_proto::decode_object(resource.group, resource.version, resource.kind, envelope.raw)
-        .map_err(|e| crate::body_in::cannot_be_handled(resource.kind, resource.version, resource, &e.to_string()))?;
+        .map_err(|e| {
+            crate::handlers::body_in::cannot_be_handled(resource.kind, resource.version, resource, &e.to_string())
+        })?;
     match decoded.object {
         Value::Object(map) => Ok(map),
         _ => Err(ApiError::bad_request("the object is not a JSON object")),

@@ -13,38 +13,13 @@
 //!   by the panic guard), or, with `in=stream`, in its response stream after one line (the
 //!   body ends after that line); each counts in `listwatch_request_panics_total`.
 
-use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
-
 use bytes::Bytes;
 use listwatch_meta::ApiError;
 use serde_json::json;
 
 use crate::request::Query;
 use crate::response::{self, HttpResponse};
-use crate::server::ApiState;
-
-/// Requests still to answer with 429, and the Retry-After to give them.
-#[derive(Default)]
-pub struct Throttle {
-    remaining: AtomicI64,
-    retry_after: AtomicU32,
-}
-
-impl Throttle {
-    /// Takes one throttled answer if any are left.
-    pub fn take(&self) -> Option<ApiError> {
-        let left = self.remaining.fetch_sub(1, Ordering::AcqRel);
-        if left > 0 {
-            let retry = self.retry_after.load(Ordering::Acquire).max(1);
-            return Some(ApiError::too_many_requests(
-                "the server has received too many requests and has asked us to try again later (debug throttle)",
-                retry,
-            ));
-        }
-        self.remaining.fetch_add(1, Ordering::AcqRel);
-        None
-    }
-}
+use crate::state::ApiState;
 
 pub async fn handle(
     state: &ApiState,
@@ -73,7 +48,7 @@ pub async fn handle(
         "/debug/listwatch/compact" => {
             let revision = match int("revision")? {
                 Some(r) => r,
-                None => state.storage.current_revision().await.map_err(crate::resource::storage_error)?,
+                None => state.storage.current_revision().await.map_err(crate::registry::storage_error)?,
             };
             match state.storage.compact(revision).await {
                 Ok(()) => json!({"compacted": revision}),
@@ -85,7 +60,7 @@ pub async fn handle(
                         "revision {revision} is in the future (current {current_revision})"
                     )));
                 }
-                Err(e) => return Err(crate::resource::storage_error(e)),
+                Err(e) => return Err(crate::registry::storage_error(e)),
             }
         }
         "/debug/listwatch/watchers/drop" => {
@@ -114,20 +89,19 @@ pub async fn handle(
         "/debug/listwatch/throttle" => {
             let count = int("count")?.unwrap_or(1).max(0);
             let retry = int("retryAfterSeconds")?.unwrap_or(1).clamp(1, 3600) as u32;
-            state.throttle.retry_after.store(retry, Ordering::Release);
-            state.throttle.remaining.store(count, Ordering::Release);
+            state.throttle.set(count, retry);
             json!({"throttled": count, "retryAfterSeconds": retry})
         }
         "/debug/listwatch/panic" if query.get("in") == Some("stream") => {
             use futures::StreamExt;
             let stream = futures::stream::iter(0..2).map(|n| {
                 assert!(n == 0, "debug API: a panic in a response stream");
-                crate::body::Chunk::from(Bytes::from_static(b"{\"debug\":\"the line before the panic\"}\n"))
+                crate::transport::body::Chunk::from(Bytes::from_static(b"{\"debug\":\"the line before the panic\"}\n"))
             });
             let label =
                 crate::panics::RequestLabel::new(method, &http::Uri::from_static("/debug/listwatch/panic?in=stream"));
             let stream = crate::panics::guard_stream(stream, label);
-            return Ok(response::with_body(200, "application/json", crate::body::Body::stream(stream)));
+            return Ok(response::with_body(200, "application/json", crate::transport::body::Body::stream(stream)));
         }
         "/debug/listwatch/panic" => panic!("debug API: a panic in a request handler"),
         _ => return Err(ApiError::not_found_path()),

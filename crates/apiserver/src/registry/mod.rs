@@ -1,14 +1,38 @@
-//! One resource's storage as the handlers see it (kube's generic registry `Store`): where its
-//! objects live, its watch cache (if cached), and object reads.
+//! The registry: one resource's objects as every caller above storage sees them (kube's
+//! generic registry `Store` with its cacher delegator), with no knowledge of HTTP.
+//!
+//! * this file: [`ResourceStore`], where a resource's objects live (keys, prefixes, its watch
+//!   cache if cached) and reads straight from storage;
+//! * [`delegator`]: GET, LIST and WATCH with kube-apiserver's resourceVersion semantics, each
+//!   deciding once whether the watch cache or storage serves it (kube's
+//!   `cacher/delegator.go`); [`storage_list`] is the paged list from storage it falls back to;
+//! * [`update`]: the guaranteed update (read, change, write guarded by the revision read);
+//! * [`delete`]: deletion with preconditions, finalizers and grace periods, announcing
+//!   objects it marks for deletion to the controllers;
+//! * [`strategy`]: what the server owns in an object and how each kind treats writes.
+//!
+//! The HTTP handlers, the controllers (garbage collector, namespace cleanup) and the debug API
+//! all go through these; none of them picks between cache and storage itself.
 
 use std::sync::Arc;
 
 use listwatch_meta::{ApiError, Object, Resource};
 use listwatch_storage::{KeyRange, RangeRequest, Revision, Storage, StorageError};
 use listwatch_watchcache::{Predicate, WatchCache};
+use serde_json::{Map, Value, json};
 
 use crate::options::ListOptions;
 
+pub mod delegator;
+pub mod delete;
+pub mod storage_list;
+pub mod strategy;
+pub mod update;
+
+pub use delegator::{ListResult, WatchSource};
+pub use delete::{DeletionNotices, MarkedForDeletion};
+
+/// One resource's objects: its storage, its watch cache, and how its keys are made.
 pub struct ResourceStore {
     pub resource: &'static Resource,
     pub storage: Arc<dyn Storage>,
@@ -18,9 +42,14 @@ pub struct ResourceStore {
     pub root: String,
     /// Consistent reads may be served from the cache (storage answers progress requests).
     pub consistent_reads_from_cache: bool,
+    /// Page size of the lists an uncached watch starts from (`--watch-cache` off).
+    pub list_page_size: i64,
+    /// Where objects this store marks for deletion are announced (see [`delete`]).
+    pub deletions: DeletionNotices,
 }
 
 impl ResourceStore {
+    /// The storage key of one object.
     pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
         self.resource.object_key(&self.root, namespace, name)
     }
@@ -82,4 +111,20 @@ pub fn storage_error(e: StorageError) -> ApiError {
         StorageError::Unavailable(msg) => ApiError::service_unavailable(msg),
         other => ApiError::internal(other),
     }
+}
+
+/// The `metadata` of an object being edited, made an object if it is missing or not one.
+pub(crate) fn metadata_mut(object: &mut Map<String, Value>) -> &mut Map<String, Value> {
+    let entry = object.entry("metadata").or_insert_with(|| json!({}));
+    if !entry.is_object() {
+        *entry = json!({});
+    }
+    entry.as_object_mut().expect("an object")
+}
+
+/// The object without its resourceVersion, as a map to edit.
+pub(crate) fn editable(object: &Object) -> Map<String, Value> {
+    let Value::Object(mut map) = object.value() else { unreachable!("objects are JSON objects") };
+    metadata_mut(&mut map).shift_remove("resourceVersion");
+    map
 }

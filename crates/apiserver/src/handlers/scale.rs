@@ -6,12 +6,13 @@ use http::HeaderMap;
 use listwatch_meta::{ApiError, Object};
 use serde_json::{Map, Value, json};
 
-use crate::body_in;
+use super::patch_kind::PatchKind;
+use crate::handlers::body_in;
+use crate::registry::ResourceStore;
+use crate::registry::update::{Step, Updated};
 use crate::request::ResourceRequest;
-use crate::resource::ResourceStore;
 use crate::response::{self, HttpResponse};
-use crate::server::ApiState;
-use crate::write::{PatchKind, Step, Updated, guaranteed_update};
+use crate::state::ApiState;
 
 /// The Scale of an object.
 pub fn scale_of(object: &Object) -> Value {
@@ -78,7 +79,7 @@ fn scale_replicas(scale: &Value, shown: Option<&dyn Fn() -> String>, strategic: 
         ),
     };
     Err(match shown {
-        Some(shown) => crate::schema::patch_invalid(&shown(), &detail),
+        Some(shown) => crate::handlers::schema::patch_invalid(&shown(), &detail),
         None => ApiError::bad_request(format!("Scale in version \"v1\" cannot be handled as a Scale: {detail}")),
     })
 }
@@ -94,42 +95,44 @@ async fn set_replicas(
 ) -> Result<HttpResponse, ApiError> {
     let name = req.name.as_deref().unwrap_or("");
     let gr = store.resource.group_resource();
-    let updated = guaranteed_update(store, req.namespace.as_deref(), name, None, dry_run, |existing| {
-        let scale = scale_after(existing)?;
-        if let Some(rv) = scale.pointer("/metadata/resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty())
-            && rv != existing.resource_version().to_string()
-        {
-            return Err(ApiError::modified_conflict(&gr, name));
-        }
-        let shown = |scale: &Value| match patch {
-            Some((PatchKind::Strategic, patch)) => listwatch_patch::go_value(patch),
-            _ => scale.to_string(),
-        };
-        let shown_scale = || shown(&scale);
-        let strategic = matches!(patch, Some((PatchKind::Strategic, _)));
-        let replicas = scale_replicas(&scale, patch.map(|_| &shown_scale as &dyn Fn() -> String), strategic)?;
-        if replicas < 0 {
-            return Err(ApiError::invalid(
-                "autoscaling",
-                "Scale",
-                name,
-                vec![listwatch_meta::status::StatusCause::new(
-                    "FieldValueInvalid",
-                    format!("Invalid value: {replicas}: must be greater than or equal to 0"),
-                    "spec.replicas",
-                )],
-            ));
-        }
-        let Value::Object(mut object) = existing.value() else { unreachable!() };
-        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.shift_remove("resourceVersion");
-        }
-        let old = object.clone();
-        object.entry("spec").or_insert_with(|| json!({}))["replicas"] = json!(replicas);
-        let new = crate::strategy::prepare_for_update(store.resource, &old, object, None)?;
-        Ok(Step::Write(new))
-    })
-    .await?;
+    let updated = store
+        .guaranteed_update(req.namespace.as_deref(), name, None, dry_run, |existing| {
+            let scale = scale_after(existing)?;
+            if let Some(rv) =
+                scale.pointer("/metadata/resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty())
+                && rv != existing.resource_version().to_string()
+            {
+                return Err(ApiError::modified_conflict(&gr, name));
+            }
+            let shown = |scale: &Value| match patch {
+                Some((PatchKind::Strategic, patch)) => listwatch_patch::go_value(patch),
+                _ => scale.to_string(),
+            };
+            let shown_scale = || shown(&scale);
+            let strategic = matches!(patch, Some((PatchKind::Strategic, _)));
+            let replicas = scale_replicas(&scale, patch.map(|_| &shown_scale as &dyn Fn() -> String), strategic)?;
+            if replicas < 0 {
+                return Err(ApiError::invalid(
+                    "autoscaling",
+                    "Scale",
+                    name,
+                    vec![listwatch_meta::status::StatusCause::new(
+                        "FieldValueInvalid",
+                        format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+                        "spec.replicas",
+                    )],
+                ));
+            }
+            let Value::Object(mut object) = existing.value() else { unreachable!() };
+            if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.shift_remove("resourceVersion");
+            }
+            let old = object.clone();
+            object.entry("spec").or_insert_with(|| json!({}))["replicas"] = json!(replicas);
+            let new = crate::registry::strategy::prepare_for_update(store.resource, &old, object, None)?;
+            Ok(Step::Write(new))
+        })
+        .await?;
     match updated {
         Updated::Written(o) | Updated::Unchanged(o) | Updated::Deleted(o) => Ok(respond(&o)),
     }

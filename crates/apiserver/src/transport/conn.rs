@@ -21,8 +21,8 @@ use hyper_util::server::conn::auto::Builder;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use crate::limits::Guarded;
-use crate::server::ServerConfig;
+use crate::config::ServerConfig;
+use crate::transport::limits::Guarded;
 
 /// Go's `http.DefaultMaxHeaderBytes`, which kube-apiserver uses.
 pub const MAX_HEADER_BYTES: usize = 1 << 20;

@@ -15,21 +15,22 @@
 //! prefix). The server ignores what the client sends, except that a close (or the connection
 //! dropping) ends the watch at once; at the deadline the server closes the socket.
 
-use futures::{SinkExt, StreamExt};
+use bytes::Bytes;
+use futures::{SinkExt, Stream, StreamExt};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 use listwatch_encoding::Wire;
 use listwatch_meta::ApiError;
 use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::Role;
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
-use crate::body::Body;
+use super::body::Body;
+use super::pump::{Framing, PreparedWatch, pump};
+use crate::panics::RequestLabel;
 use crate::response::HttpResponse;
-use crate::server::ApiState;
-use crate::watch::PreparedWatch;
 
 const BEARER_PROTOCOL_PREFIX: &str = "base64url.bearer.authorization.k8s.io.";
 
@@ -140,13 +141,14 @@ fn is_request_uri(text: &str) -> bool {
 
 /// Answers 101 and serves the watch on the upgraded connection.
 pub fn respond(
-    state: &ApiState,
     watch: PreparedWatch,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
     handshake: Handshake,
     on_upgrade: OnUpgrade,
-    what: crate::panics::RequestLabel,
+    what: RequestLabel,
 ) -> HttpResponse {
-    let mut shutdown = state.shutdown.clone();
+    let wire = watch.media.wire;
+    let frames = pump(watch, shutdown.clone(), Messages { wire });
     tokio::spawn(async move {
         let upgraded = match on_upgrade.await {
             Ok(u) => u,
@@ -157,7 +159,7 @@ pub fn respond(
         };
         let socket = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
         // A panic ends this watch (the socket drops) and nothing else.
-        let served = crate::panics::guard(crate::panics::Stage::WebSocket, &what, serve(socket, watch));
+        let served = crate::panics::guard(crate::panics::Stage::WebSocket, &what, serve(socket, frames));
         tokio::select! {
             _ = served => {}
             _ = shutdown.wait_for(|down| *down) => {}
@@ -180,26 +182,51 @@ pub fn respond(
     response
 }
 
-async fn serve<S>(socket: WebSocketStream<S>, mut watch: PreparedWatch)
+/// A batch as one message per event: text for JSON (the JSON line, trailing newline
+/// included), binary for protobuf (the `WatchEvent` bytes without the stream's 4-byte length
+/// prefix, which is not part of a WebSocket message).
+struct Messages {
+    wire: Wire,
+}
+
+impl Framing for Messages {
+    type Frame = Vec<Message>;
+
+    fn frame(&mut self, pieces: Vec<Bytes>, ends: &[usize]) -> Option<Vec<Message>> {
+        let mut start = 0;
+        let mut messages = Vec::with_capacity(ends.len());
+        for &end in ends {
+            let event = listwatch_encoding::join(&pieces[start..end]);
+            start = end;
+            messages.push(match self.wire {
+                Wire::Json => Message::Text(Utf8Bytes::try_from(event).ok()?),
+                Wire::Protobuf => Message::Binary(event.slice(4..)),
+            });
+        }
+        Some(messages)
+    }
+}
+
+async fn serve<S>(socket: WebSocketStream<S>, frames: impl Stream<Item = Vec<Message>>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     let (mut sink, mut incoming) = socket.split();
-    let _registered = crate::watch::Registered::new(watch.resource);
-    let metrics = crate::metrics::WatchEventMetrics::for_resource(watch.resource);
-    let wire = watch.media.wire;
-    let mut events = Vec::new();
-    let mut pieces = Vec::new();
+    let mut frames = std::pin::pin!(frames);
     loop {
-        events.clear();
-        // A deadline already passed (a negative timeoutSeconds) ends the watch before any event.
-        if std::time::Instant::now() >= watch.deadline {
-            break;
-        }
         tokio::select! {
             biased;
-            _ = tokio::time::sleep_until(watch.deadline.into()) => break,
-            more = watch.next_batch(&mut events) => if !more { break },
+            batch = frames.next() => {
+                let Some(messages) = batch else { break };
+                for message in messages {
+                    if sink.feed(message).await.is_err() {
+                        return;
+                    }
+                }
+                if sink.flush().await.is_err() {
+                    break;
+                }
+            }
             // Anything from the client is ignored, but its close ends the watch now, after the
             // Close reply (RFC 6455 §5.5.1) that tungstenite queued is sent.
             message = incoming.next() => match message {
@@ -210,30 +237,6 @@ where
                 None | Some(Err(_)) => return,
                 Some(Ok(_)) => continue,
             },
-        }
-        let mut ended = false;
-        for event in &events {
-            pieces.clear();
-            watch.encoder.event(event, &mut pieces);
-            let size: usize = pieces.iter().map(bytes::Bytes::len).sum();
-            metrics.sent(size);
-            let message = match wire {
-                Wire::Json => {
-                    match tokio_tungstenite::tungstenite::Utf8Bytes::try_from(listwatch_encoding::join(&pieces)) {
-                        Ok(text) => Message::Text(text),
-                        Err(_) => return,
-                    }
-                }
-                // The stream's 4-byte length prefix is not part of a WebSocket message.
-                Wire::Protobuf => Message::Binary(listwatch_encoding::join(&pieces).slice(4..)),
-            };
-            if sink.feed(message).await.is_err() {
-                return;
-            }
-            ended |= matches!(event, listwatch_meta::WatchEvent::Error(_));
-        }
-        if sink.flush().await.is_err() || ended {
-            break;
         }
     }
     let _ = sink.send(Message::Close(None)).await;

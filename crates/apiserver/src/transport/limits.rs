@@ -24,9 +24,9 @@ use bytes::Bytes;
 use http::{HeaderValue, Method, Response, header};
 use http_body::{Body as HttpBody, Frame, SizeHint};
 
-use crate::body::{Body, Chunk};
 use crate::request::{self, Query, Verb};
 use crate::response::{self, HttpResponse};
+use crate::transport::body::{Body, Chunk};
 
 /// kube's answer when a limit is reached (`filters.tooManyRequests`).
 pub const TOO_MANY_REQUESTS: &str = "Too many requests, please try again later.";

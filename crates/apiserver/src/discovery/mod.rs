@@ -2,6 +2,8 @@
 //! `/apis/{g}/{v}`, built from the registry. Aggregated discovery is not offered: clients
 //! that ask for it get plain `application/json` and fall back to these, as client-go does.
 
+pub mod openapi;
+
 use listwatch_meta::Registry;
 use listwatch_meta::registry::Subresource;
 use serde_json::{Value, json};

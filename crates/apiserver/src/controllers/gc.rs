@@ -51,19 +51,18 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use listwatch_meta::{ApiError, Object};
-use listwatch_storage::{KeyRange, RangeRequest};
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use listwatch_meta::WatchEvent;
-use listwatch_watchcache::direct::{self, DirectOptions, DirectStart};
-use listwatch_watchcache::{WatchStart, WatcherOptions};
 
-use crate::resource::ResourceStore;
-use crate::server::ApiState;
-use crate::watch::Source;
-use crate::write::{self, DeleteOptions, Step};
+use crate::options::DeleteOptions;
+use crate::options::{ListOptions, RequestedVersion};
+use crate::registry::ResourceStore;
+use crate::registry::WatchSource;
+use crate::registry::update::Step;
+use crate::state::ApiState;
 
 /// Work for the collector.
 pub enum Job {
@@ -93,7 +92,7 @@ enum Signal {
 /// Starts the collector; its watches begin at storage's revision now, so nothing deleted
 /// after this call is missed.
 pub async fn start(state: &Arc<ApiState>) -> Result<(), ApiError> {
-    let from = state.storage.current_revision().await.map_err(crate::resource::storage_error)?;
+    let from = state.storage.current_revision().await.map_err(crate::registry::storage_error)?;
     let (tx, rx) = mpsc::unbounded_channel();
     for store in state.stores() {
         tokio::spawn(watch_owners(Arc::downgrade(state), store.clone(), from, tx.clone()));
@@ -115,18 +114,12 @@ async fn watch_owners(
             return;
         }
         let mut shutdown = strong.shutdown.clone();
-        let opened = open(&strong, &store, from).await;
+        let opened = open(&store, from).await;
         drop(strong);
         let mut source = match opened {
             Ok(source) => source,
             Err(e) if e.code() == 410 => {
-                // Our place is gone: start from now and reconcile what may have been missed.
-                if let Some(strong) = state.upgrade()
-                    && let Ok(now) = strong.storage.current_revision().await
-                {
-                    from = now;
-                }
-                let _ = signals.send(Signal::Reconcile);
+                restart_from_now(&state, &mut from, &signals).await;
                 continue;
             }
             Err(_) => {
@@ -136,10 +129,11 @@ async fn watch_owners(
             }
         };
         let mut events = Vec::new();
+        let mut expired = false;
         loop {
             events.clear();
             let more = tokio::select! {
-                more = source.next_batch(&mut events) => more,
+                more = source.next_batch(&mut events, WATCH_BATCH) => more,
                 _ = shutdown.wait_for(|down| *down) => return,
             };
             for event in &events {
@@ -168,17 +162,30 @@ async fn watch_owners(
                         }
                     }
                     WatchEvent::Bookmark { resource_version, .. } => from = *resource_version,
-                    WatchEvent::Error(_) => {
-                        // A 410 from the uncached path: as above.
-                        let _ = signals.send(Signal::Reconcile);
-                    }
+                    // The watch could not start where we were (our place is gone, a 410 sent
+                    // as an ERROR event): it ends, and the next starts from now.
+                    WatchEvent::Error(e) => expired |= e.code() == 410,
                 }
             }
             if !more {
                 break;
             }
         }
+        if expired {
+            restart_from_now(&state, &mut from, &signals).await;
+        }
     }
+}
+
+/// After a 410: the next watch starts from storage's revision now, and a reconcile finds
+/// what may have been missed in between.
+async fn restart_from_now(state: &Weak<ApiState>, from: &mut i64, signals: &mpsc::UnboundedSender<Signal>) {
+    if let Some(strong) = state.upgrade()
+        && let Ok(now) = strong.storage.current_revision().await
+    {
+        *from = now;
+    }
+    let _ = signals.send(Signal::Reconcile);
 }
 
 /// The GC finalizers of an object being deleted.
@@ -200,34 +207,19 @@ fn pending_gc_finalizers(object: &Object) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Events taken from a watch at a time.
+const WATCH_BATCH: usize = 256;
+
 /// A watch of every object of `store` after `from`.
-async fn open(state: &ApiState, store: &ResourceStore, from: i64) -> Result<Source, ApiError> {
-    match &store.cache {
-        Some(cache) => {
-            let options = WatcherOptions {
-                start: WatchStart::Exact(from),
-                namespace: None,
-                predicate: None,
-                bookmarks: true,
-                initial_events_end_bookmark: false,
-                deadline: std::time::Instant::now() + Duration::from_secs(3600 * 24 * 365),
-            };
-            Ok(Source::Cache(cache.watch(options).await.map_err(|e| e.to_api_error())?))
-        }
-        None => {
-            let options =
-                DirectOptions { start: DirectStart::After(from), predicate: None, initial_events_end_bookmark: false };
-            let w = direct::watch(
-                &store.storage,
-                store.resource,
-                store.prefix(None),
-                options,
-                state.config.cache.list_page_size,
-            )
-            .await?;
-            Ok(Source::Direct(w))
-        }
-    }
+async fn open(store: &ResourceStore, from: i64) -> Result<WatchSource, ApiError> {
+    let options = ListOptions {
+        resource_version: RequestedVersion::At(from),
+        allow_watch_bookmarks: true,
+        watch: true,
+        ..ListOptions::default()
+    };
+    // The collector's watches live as long as the server.
+    store.watch(&options, None, std::time::Instant::now() + Duration::from_secs(3600 * 24 * 365)).await
 }
 
 /// The shortest and longest wait before a pass that has work left over (foreground owners
@@ -381,7 +373,7 @@ async fn pass(state: &ApiState, jobs: Vec<Job>, reconcile: bool) -> Outcome {
             }
         } else if !deps.is_empty() {
             for (store, dependent) in deps {
-                delete_dependent(state, store, dependent).await;
+                delete_dependent(store, dependent).await;
             }
             outcome.retry.push(Job::OwnerFinalizing { group, plural, namespace, name, uid, finalizer });
             continue;
@@ -406,38 +398,13 @@ async fn pass(state: &ApiState, jobs: Vec<Job>, reconcile: bool) -> Outcome {
 async fn owned_objects(state: &ApiState) -> Result<Vec<(Arc<ResourceStore>, Arc<Object>)>, ApiError> {
     let mut owned = Vec::new();
     for store in state.stores() {
-        for object in all_objects(store).await? {
+        for object in store.list_all_now().await? {
             if mentions_owner_references(&object) {
                 owned.push((store.clone(), object));
             }
         }
     }
     Ok(owned)
-}
-
-/// Every object of `store` as of now. A reconcile must see everything up to storage's current
-/// revision: after a 410 the collector's watches restart from that revision, so a list from a
-/// cache still behind it would miss the objects written in between (a consistent read, as
-/// kube's consistent reads from the cache; storage when the cache cannot give one).
-async fn all_objects(store: &ResourceStore) -> Result<Vec<Arc<Object>>, ApiError> {
-    if let Some(cache) = &store.cache
-        && cache.is_ready()
-    {
-        let now = store.current_revision().await?;
-        if let Ok(list) = cache.list(None, Some(now), None).await {
-            return Ok(list.items);
-        }
-    }
-    let resp = store
-        .storage
-        .range(RangeRequest::new(KeyRange::prefix(store.prefix(None))))
-        .await
-        .map_err(crate::resource::storage_error)?;
-    Ok(resp
-        .kvs
-        .iter()
-        .filter_map(|kv| Object::from_storage(store.resource, &kv.value, kv.mod_revision).ok().map(Arc::new))
-        .collect())
 }
 
 /// One entry of `metadata.ownerReferences`, as far as the collector needs it.
@@ -494,7 +461,7 @@ type Dependents = HashMap<String, Vec<(Arc<ResourceStore>, Arc<Object>)>>;
 async fn dependents(state: &ApiState, owners: &HashSet<String>) -> Result<Dependents, ApiError> {
     let mut found = Dependents::new();
     for store in state.stores() {
-        for object in all_objects(store).await? {
+        for object in store.list_all_now().await? {
             let Some(meta) = dependent_meta(&object) else { continue };
             for reference in meta.owner_references {
                 if owners.contains(&reference.uid) {
@@ -614,7 +581,7 @@ async fn check_dependent(
         propagation_policy: Some(policy.to_string()),
         ..Default::default()
     };
-    match write::delete_one(state, store, namespace_of(object), object.name(), &options).await {
+    match store.delete(namespace_of(object), object.name(), &options).await {
         Ok(_) => return Ok(()),
         Err(e) if e.code() == 404 => return Ok(()),
         Err(e) if e.code() == 409 => {}
@@ -630,7 +597,7 @@ async fn check_dependent(
         return Ok(());
     }
     options.precondition_rv = None;
-    match write::delete_one(state, store, namespace_of(object), object.name(), &options).await {
+    match store.delete(namespace_of(object), object.name(), &options).await {
         Ok(_) => Ok(()),
         Err(e) if e.code() == 404 || e.code() == 409 => Ok(()),
         Err(e) => Err(e),
@@ -642,9 +609,9 @@ fn namespace_of(object: &Object) -> Option<&str> {
 }
 
 /// Deletes a dependent of a foreground owner.
-async fn delete_dependent(state: &ApiState, store: &ResourceStore, dependent: &Object) {
+async fn delete_dependent(store: &ResourceStore, dependent: &Object) {
     let options = DeleteOptions { precondition_uid: Some(dependent.uid().to_string()), ..Default::default() };
-    match write::delete_one(state, store, namespace_of(dependent), dependent.name(), &options).await {
+    match store.delete(namespace_of(dependent), dependent.name(), &options).await {
         Ok(_) => {}
         Err(e) if e.code() == 404 || e.code() == 409 => {}
         Err(e) => tracing::warn!(name = dependent.name(), error = %e, "garbage collector could not delete a dependent"),
@@ -653,23 +620,24 @@ async fn delete_dependent(state: &ApiState, store: &ResourceStore, dependent: &O
 
 /// Removes the references to `owner_uids` from this object (if it is still the same object).
 async fn remove_owner_references(store: &ResourceStore, dependent: &Object, owner_uids: &[&str]) {
-    let result = write::guaranteed_update(store, namespace_of(dependent), dependent.name(), None, false, |existing| {
-        if existing.uid() != dependent.uid() {
-            return Err(ApiError::not_found(&store.resource.group_resource(), dependent.name()));
-        }
-        let Value::Object(mut object) = existing.value() else { unreachable!("objects are JSON objects") };
-        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.shift_remove("resourceVersion");
-            if let Some(refs) = meta.get_mut("ownerReferences").and_then(Value::as_array_mut) {
-                refs.retain(|r| r.get("uid").and_then(Value::as_str).is_none_or(|uid| !owner_uids.contains(&uid)));
-                if refs.is_empty() {
-                    meta.shift_remove("ownerReferences");
+    let result = store
+        .guaranteed_update(namespace_of(dependent), dependent.name(), None, false, |existing| {
+            if existing.uid() != dependent.uid() {
+                return Err(ApiError::not_found(&store.resource.group_resource(), dependent.name()));
+            }
+            let Value::Object(mut object) = existing.value() else { unreachable!("objects are JSON objects") };
+            if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.shift_remove("resourceVersion");
+                if let Some(refs) = meta.get_mut("ownerReferences").and_then(Value::as_array_mut) {
+                    refs.retain(|r| r.get("uid").and_then(Value::as_str).is_none_or(|uid| !owner_uids.contains(&uid)));
+                    if refs.is_empty() {
+                        meta.shift_remove("ownerReferences");
+                    }
                 }
             }
-        }
-        Ok(Step::Write(object))
-    })
-    .await;
+            Ok(Step::Write(object))
+        })
+        .await;
     if let Err(e) = result
         && e.code() != 404
     {
@@ -678,23 +646,28 @@ async fn remove_owner_references(store: &ResourceStore, dependent: &Object, owne
 }
 
 async fn remove_finalizer(store: &ResourceStore, namespace: Option<&str>, name: &str, uid: &str, finalizer: &str) {
-    let result = write::guaranteed_update(store, namespace, name, None, false, |existing| {
-        if existing.uid() != uid {
-            return Err(ApiError::not_found(&store.resource.group_resource(), name));
-        }
-        let Value::Object(mut object) = existing.value() else { unreachable!("objects are JSON objects") };
-        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.shift_remove("resourceVersion");
-            if let Some(list) = meta.get_mut("finalizers").and_then(Value::as_array_mut) {
-                list.retain(|f| f.as_str() != Some(finalizer));
-                if list.is_empty() {
-                    meta.shift_remove("finalizers");
+    let result = store
+        .guaranteed_update(namespace, name, None, false, |existing| {
+            if existing.uid() != uid {
+                return Err(ApiError::not_found(&store.resource.group_resource(), name));
+            }
+            let Value::Object(mut object) = existing.value() else { unreachable!("objects are JSON objects") };
+            if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.shift_remove("resourceVersion");
+                if let Some(list) = meta.get_mut("finalizers").and_then(Value::as_array_mut) {
+                    list.retain(|f| f.as_str() != Some(finalizer));
+                    if list.is_empty() {
+                        meta.shift_remove("finalizers");
+                    }
                 }
             }
-        }
-        if crate::strategy::should_delete_during_update(&object) { Ok(Step::Delete) } else { Ok(Step::Write(object)) }
-    })
-    .await;
+            if crate::registry::strategy::should_delete_during_update(&object) {
+                Ok(Step::Delete)
+            } else {
+                Ok(Step::Write(object))
+            }
+        })
+        .await;
     if let Err(e) = result
         && e.code() != 404
     {

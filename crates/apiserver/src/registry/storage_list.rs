@@ -1,15 +1,7 @@
-//! LIST, with kube-apiserver's resourceVersion semantics (spec §1.4, §7, §8).
-//!
-//! | request                              | served from                                      |
-//! |--------------------------------------|--------------------------------------------------|
-//! | `resourceVersion=0`                  | the cache at once, `limit` ignored               |
-//! | unset, no limit                      | the cache once it has storage's current revision (consistent read), else storage |
-//! | N, no limit (or NotOlderThan)        | the cache after it reaches N (≤3 s, else 504)    |
-//! | unset + limit, N + limit, Exact, continue | storage, at one revision for every page    |
-//!
-//! Uncached resources read storage for everything. Pages carry kube's continue token and
-//! `remainingItemCount`; a token whose revision was compacted answers 410 with a fresh
-//! token (`rv:-1`) that continues at the latest revision.
+//! LIST from storage, the path the delegator falls back to (and the only one for uncached
+//! resources, paged lists, `Exact` and continue tokens): pages at one revision for every page,
+//! kube's continue token and `remainingItemCount`. A token whose revision was compacted
+//! answers 410 with a fresh token (`rv:-1`) that continues at the latest revision.
 
 use std::sync::Arc;
 
@@ -17,85 +9,15 @@ use bytes::Bytes;
 use listwatch_meta::continue_token::ContinueToken;
 use listwatch_meta::{ApiError, Object};
 use listwatch_storage::{KeyRange, RangeRequest, StorageError, prefix_end};
-use listwatch_watchcache::CacheError;
 
+use super::{ListResult, ResourceStore, storage_error};
 use crate::options::{ListOptions, RequestedVersion, ResourceVersionMatch};
-use crate::resource::{ResourceStore, storage_error};
-
-/// A list result.
-pub struct ListResult {
-    pub items: Vec<Arc<Object>>,
-    pub resource_version: i64,
-    pub continue_token: Option<String>,
-    pub remaining: Option<i64>,
-}
 
 /// Storage pages grow up to this when selectors filter items out (kube's `maxLimit`).
 const MAX_STORAGE_PAGE: i64 = 10_000;
 
-pub async fn list(
-    store: &ResourceStore,
-    namespace: Option<&str>,
-    options: &ListOptions,
-) -> Result<ListResult, ApiError> {
-    let namespace = store.scope(namespace);
-    let predicate = store.predicate(options);
-    let paging = options.limit > 0;
-    let exact = options.resource_version_match == Some(ResourceVersionMatch::Exact);
-    if let Some(cache) = &store.cache
-        && options.continue_token.is_none()
-        && !exact
-    {
-        // (the revision the cache must reach, whether `limit` applies)
-        let from_cache = match (options.resource_version, options.resource_version_match) {
-            (RequestedVersion::Any, _) => Some((None, false)),
-            (RequestedVersion::At(n), Some(ResourceVersionMatch::NotOlderThan)) => Some((Some(n), true)),
-            (RequestedVersion::At(n), None) if !paging => Some((Some(n), false)),
-            (RequestedVersion::Unset, None) if store.consistent_reads_from_cache => {
-                // A consistent read from the cache; storage if the cache does not catch up.
-                match cache.wait_consistent().await {
-                    Ok(rv) => {
-                        crate::metrics::consistent_read(store.resource, true);
-                        Some((Some(rv), true))
-                    }
-                    Err(CacheError::NotReady { retry_after_seconds }) => {
-                        return Err(ApiError::too_many_requests("storage is (re)initializing", retry_after_seconds));
-                    }
-                    Err(_) => {
-                        crate::metrics::consistent_read(store.resource, false);
-                        None
-                    }
-                }
-            }
-            _ => None,
-        };
-        if let Some((min_rv, honor_limit)) = from_cache {
-            let list = cache.list(namespace, min_rv, predicate.as_ref()).await.map_err(|e| e.to_api_error())?;
-            let mut result = ListResult {
-                items: list.items,
-                resource_version: list.resource_version,
-                continue_token: None,
-                remaining: None,
-            };
-            if honor_limit && paging && result.items.len() as i64 > options.limit {
-                // The rest continues from storage at the cache's revision (a real revision of
-                // storage, so the pages stay consistent).
-                let total = result.items.len() as i64;
-                result.items.truncate(options.limit as usize);
-                let last = result.items.last().expect("limit > 0");
-                let key = store.key(store.scope(Some(last.namespace())), last.name());
-                let token = ContinueToken::for_next_page(&key, &store.prefix(namespace), result.resource_version)
-                    .map_err(ApiError::internal)?;
-                result.continue_token = Some(token.encode());
-                result.remaining = (!options.has_selectors()).then_some(total - options.limit);
-            }
-            return Ok(result);
-        }
-    }
-    list_from_storage(store, namespace, options, predicate).await
-}
-
-async fn list_from_storage(
+/// A list of `namespace` (or all) from storage, filtered by `predicate`.
+pub(super) async fn list(
     store: &ResourceStore,
     namespace: Option<&str>,
     options: &ListOptions,
@@ -172,7 +94,6 @@ async fn list_from_storage(
             let token = ContinueToken::for_next_page(&String::from_utf8_lossy(&last), &prefix, revision)
                 .map_err(ApiError::internal)?
                 .encode();
-            // kube counts the remaining keys only for unfiltered lists.
             // kube counts the remaining keys only for unfiltered lists: the page's count (keys
             // from its start to the end of the range) less those this page went through.
             let remaining = if options.has_selectors() {

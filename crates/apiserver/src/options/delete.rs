@@ -14,8 +14,8 @@ use listwatch_meta::validation::{FieldError, go_quote};
 use listwatch_meta::write_validation;
 use serde_json::{Map, Value};
 
+use super::OptionsKind;
 use crate::request::Query;
-use crate::write::OptionsKind;
 
 /// DeleteOptions from the body or, without one, from the query.
 #[derive(Debug, Default)]

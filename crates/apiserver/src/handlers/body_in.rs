@@ -10,7 +10,7 @@ use http_body_util::BodyExt;
 use listwatch_meta::{ApiError, Resource, go_json};
 use serde::de::DeserializeOwned;
 
-use crate::kinds;
+use crate::handlers::kinds;
 use serde_json::{Map, Value};
 
 /// How deep Go's JSON scanner lets objects and arrays nest (`maxNestingDepth`).
@@ -180,7 +180,7 @@ pub fn cannot_be_handled(kind: &str, version: &str, resource: &Resource, error: 
 }
 
 /// Parses and checks a JSON object body as kube's JSON serializer reads it: Go's syntax
-/// errors, then the apiVersion and kind (see [`crate::kinds`]), with kube's messages.
+/// errors, then the apiVersion and kind (see [`crate::handlers::kinds`]), with kube's messages.
 pub fn parse_object(body: &[u8], resource: &Resource) -> Result<Map<String, Value>, ApiError> {
     if let Some(syntax) = go_json::syntax_error(body) {
         return Err(unrecognized(
@@ -216,7 +216,7 @@ mod tests {
 
     /// On a thread with the server's runtime threads' stack, as a handler runs.
     fn on_a_worker_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-        let stack = crate::server::REQUEST_THREAD_STACK_BYTES;
+        let stack = crate::config::REQUEST_THREAD_STACK_BYTES;
         std::thread::Builder::new().stack_size(stack).spawn(f).unwrap().join().unwrap()
     }
 

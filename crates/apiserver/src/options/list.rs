@@ -16,8 +16,10 @@ pub enum ResourceVersionMatch {
 }
 
 /// A resourceVersion as the client gave it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RequestedVersion {
+    /// No resourceVersion: the latest, read consistently.
+    #[default]
     Unset,
     /// `"0"`: any version, the cache's is fine.
     Any,
@@ -59,7 +61,9 @@ pub fn with_client_version(e: ApiError, client_version: u64) -> ApiError {
     e
 }
 
-#[derive(Clone, Debug)]
+/// The options of a LIST or WATCH (kube's `metav1.ListOptions`); the default lists everything,
+/// consistently.
+#[derive(Clone, Debug, Default)]
 pub struct ListOptions {
     pub label_selector: LabelSelector,
     pub field_selector: FieldSelector,

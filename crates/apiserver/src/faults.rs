@@ -1,0 +1,35 @@
+//! Faults injected on purpose: what the debug API (and, later, the simulator) makes the server
+//! do to its clients. Kept apart from the handlers so the state can hold them.
+
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+
+use listwatch_meta::ApiError;
+
+/// Requests still to answer with 429, and the Retry-After to give them.
+#[derive(Default)]
+pub struct Throttle {
+    remaining: AtomicI64,
+    retry_after: AtomicU32,
+}
+
+impl Throttle {
+    /// Takes one throttled answer if any are left.
+    pub fn take(&self) -> Option<ApiError> {
+        let left = self.remaining.fetch_sub(1, Ordering::AcqRel);
+        if left > 0 {
+            let retry = self.retry_after.load(Ordering::Acquire).max(1);
+            return Some(ApiError::too_many_requests(
+                "the server has received too many requests and has asked us to try again later (debug throttle)",
+                retry,
+            ));
+        }
+        self.remaining.fetch_add(1, Ordering::AcqRel);
+        None
+    }
+
+    /// Answers the next `count` requests with 429 and `Retry-After: retry_after`.
+    pub fn set(&self, count: i64, retry_after: u32) {
+        self.retry_after.store(retry_after, Ordering::Release);
+        self.remaining.store(count, Ordering::Release);
+    }
+}

@@ -1,0 +1,48 @@
+//! GET and LIST: the options parsed, the read delegated to the registry (which picks the
+//! watch cache or storage), the result encoded in the negotiated representation.
+
+use listwatch_encoding::{Encoder, MediaType};
+use listwatch_meta::ApiError;
+
+use crate::options::{self, parse_resource_version, with_client_version};
+use crate::registry::ResourceStore;
+use crate::request::{Query, ResourceRequest};
+use crate::response::{self, HttpResponse};
+use crate::transport::body::Body;
+
+/// GET of one object, at the resourceVersion asked for (see the registry's delegator).
+pub async fn get(
+    store: &ResourceStore,
+    req: &ResourceRequest,
+    query: &Query,
+    media: MediaType,
+) -> Result<HttpResponse, ApiError> {
+    let name = req.name.as_deref().expect("GET has a name");
+    let (rv, client_version) = parse_resource_version(query.get("resourceVersion").unwrap_or(""))?;
+    let object = store
+        .get(req.namespace.as_deref(), name, rv)
+        .await
+        .map_err(|e| with_client_version(e, client_version))?
+        .ok_or_else(|| ApiError::not_found(&store.resource.group_resource(), name))?;
+    let encoder = Encoder::new(store.resource, media);
+    Ok(response::with_body(200, encoder.content_type(), Body::full(encoder.object(&object))))
+}
+
+/// LIST of a collection (one page of it when `limit` is set).
+pub async fn list(
+    store: &ResourceStore,
+    req: &ResourceRequest,
+    query: &Query,
+    media: MediaType,
+) -> Result<HttpResponse, ApiError> {
+    let options = options::parse(query, store.resource, false, None)?;
+    let listed = store
+        .list(req.namespace.as_deref(), &options)
+        .await
+        .map_err(|e| with_client_version(e, options.client_resource_version))?;
+    let encoder = Encoder::new(store.resource, media);
+    let pieces = encoder
+        .list(&listed.items, listed.resource_version, listed.continue_token.as_deref(), listed.remaining)
+        .into_pieces();
+    Ok(response::with_body(200, encoder.content_type(), Body::pieces(pieces)))
+}

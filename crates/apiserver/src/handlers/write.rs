@@ -1,0 +1,268 @@
+//! Create (POST) and update (PUT) of an object or its status, and what every write handler
+//! shares: the decoded body, the URL's namespace and name against the body's, the response.
+//! The storage side (the guaranteed update) is the registry's; patch and delete build on this
+//! file.
+
+use bytes::Bytes;
+use http::HeaderMap;
+use listwatch_encoding::{Encoder, MediaType};
+use listwatch_meta::object::to_storage_bytes;
+use listwatch_meta::registry::Subresource;
+use listwatch_meta::status::StatusCause;
+use listwatch_meta::validation::{generate_name, invalid_error, validate_object_name};
+use listwatch_meta::{ApiError, Object};
+use listwatch_storage::StorageError;
+use serde_json::{Map, Value, json};
+
+use super::{admission, body_in, scale, schema};
+use crate::options::{FieldValidation, OptionsKind, write_options};
+use crate::registry::update::{Step, Updated};
+use crate::registry::{ResourceStore, editable, metadata_mut, storage_error, strategy};
+use crate::request::{Query, ResourceRequest};
+use crate::response::{self, HttpResponse};
+use crate::state::ApiState;
+
+fn meta_str<'a>(object: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
+    object.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str)
+}
+
+/// Aligns the body's namespace with the URL's (400 when they disagree).
+fn reconcile_namespace(
+    store: &ResourceStore,
+    object: &mut Map<String, Value>,
+    namespace: Option<&str>,
+) -> Result<(), ApiError> {
+    if !store.resource.namespaced {
+        metadata_mut(object).shift_remove("namespace");
+        return Ok(());
+    }
+    let Some(ns) = namespace else {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    };
+    match meta_str(object, "namespace") {
+        Some(body_ns) if !body_ns.is_empty() && body_ns != ns => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => {
+            metadata_mut(object).insert("namespace".into(), json!(ns));
+            Ok(())
+        }
+    }
+}
+
+/// The request body as an object: JSON (checked and normalized against the schema) or
+/// protobuf; 415 for anything else. Returns the object and the warnings to send.
+fn decode_body(
+    resource: &listwatch_meta::Resource,
+    headers: &HeaderMap,
+    body: &[u8],
+    validation: FieldValidation,
+) -> Result<(Map<String, Value>, Vec<String>), ApiError> {
+    if body_in::input_media_type(headers)? == "application/vnd.kubernetes.protobuf" {
+        let object = schema::decode_protobuf(resource, body)?;
+        return schema::decode(resource, object, schema::Source::Body(b""), validation);
+    }
+    let object = body_in::decode_object(headers, body, resource)?;
+    schema::decode(resource, object, schema::Source::Body(body), validation)
+}
+
+pub(super) fn respond(store: &ResourceStore, media: MediaType, code: u16, object: &Object) -> HttpResponse {
+    let encoder = Encoder::new(store.resource, media);
+    response::with_body(code, encoder.content_type(), crate::transport::body::Body::full(encoder.object(object)))
+}
+
+/// One write request, as the handlers below take it.
+pub struct WriteRequest<'a> {
+    pub state: &'a ApiState,
+    pub store: &'a ResourceStore,
+    pub req: &'a ResourceRequest,
+    pub query: &'a Query,
+    pub headers: &'a HeaderMap,
+    pub body: Bytes,
+    /// The negotiated representation of the response.
+    pub media: MediaType,
+}
+
+/// POST.
+pub async fn create(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
+    let (dry_run, validation) = write_options(w.query, OptionsKind::Create)?;
+    let WriteRequest { state, store, req, query: _, headers, body, media } = w;
+    let (mut object, warnings) = decode_body(store.resource, headers, &body, validation)?;
+    reconcile_namespace(store, &mut object, req.namespace.as_deref())?;
+    let resource = store.resource;
+    if meta_str(&object, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
+        return Err(ApiError::bad_request("resourceVersion should not be set on objects to be created"));
+    }
+    let generate = meta_str(&object, "generateName").filter(|g| !g.is_empty()).map(String::from);
+    let explicit_name = meta_str(&object, "name").filter(|n| !n.is_empty()).map(String::from);
+    if explicit_name.is_none() && generate.is_none() {
+        return Err(ApiError::invalid(
+            resource.group,
+            resource.kind,
+            "",
+            vec![StatusCause::new(
+                "FieldValueRequired",
+                "Required value: name or generateName is required",
+                "metadata.name",
+            )],
+        ));
+    }
+    let namespace = store.scope(req.namespace.as_deref()).map(String::from);
+    if let Some(ns) = &namespace {
+        admission::check_namespace_accepts_writes(state, ns, resource, explicit_name.as_deref().unwrap_or("")).await?;
+    }
+    strategy::prepare_for_create(resource, &mut object);
+    let object_errors = strategy::validate_create(resource, &object);
+    // A generated name can collide; like kube-apiserver, try again with a new one.
+    for _ in 0..8 {
+        let name = match (&explicit_name, &generate) {
+            (Some(n), _) => n.clone(),
+            (None, Some(base)) => generate_name(base),
+            (None, None) => unreachable!("checked above"),
+        };
+        let mut errors = validate_object_name(resource.name_rule, &name, generate.as_deref().unwrap_or(""));
+        errors.extend(object_errors.iter().cloned());
+        if !errors.is_empty() {
+            return Err(invalid_error(resource.group, resource.kind, &name, &errors));
+        }
+        metadata_mut(&mut object).insert("name".into(), json!(name));
+        let value = Value::Object(object.clone());
+        if dry_run {
+            let stored = Object::from_value(resource, value, 0).map_err(ApiError::internal)?;
+            return Ok(response::with_warnings(respond(store, media, 201, &stored), &warnings));
+        }
+        let bytes = to_storage_bytes(resource, value.clone());
+        match store.storage.create(store.key(namespace.as_deref(), &name).as_bytes(), bytes).await {
+            Ok(written) => {
+                let stored = Object::from_value(resource, value, written.revision).map_err(ApiError::internal)?;
+                return Ok(response::with_warnings(respond(store, media, 201, &stored), &warnings));
+            }
+            Err(StorageError::AlreadyExists) if explicit_name.is_none() => continue,
+            Err(StorageError::AlreadyExists) => {
+                return Err(ApiError::already_exists(&resource.group_resource(), &name));
+            }
+            Err(e) => return Err(storage_error(e)),
+        }
+    }
+    Err(ApiError::already_exists(&resource.group_resource(), generate.as_deref().unwrap_or("")))
+}
+
+fn parse_rv(object: &Map<String, Value>) -> Result<Option<i64>, ApiError> {
+    match meta_str(object, "resourceVersion") {
+        None | Some("") => Ok(None),
+        Some(rv) => rv.parse().map(Some).map_err(|_| {
+            ApiError::bad_request(format!("metadata.resourceVersion: Invalid value: \"{rv}\": must be a number"))
+        }),
+    }
+}
+
+/// 400 when the body names another object than the URL.
+fn check_name_matches(object: &Map<String, Value>, name: &str) -> Result<(), ApiError> {
+    match meta_str(object, "name") {
+        Some(body) if body != name => Err(ApiError::bad_request(format!(
+            "the name of the object ({body}) does not match the name on the URL ({name})"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The subresource a write addresses (404 for one the kind lacks).
+fn subresource(store: &ResourceStore, req: &ResourceRequest) -> Result<Option<Subresource>, ApiError> {
+    match req.subresource.as_deref() {
+        None => Ok(None),
+        Some("status") if store.resource.has_subresource(Subresource::Status) => Ok(Some(Subresource::Status)),
+        Some("scale") if store.resource.has_subresource(Subresource::Scale) => Ok(Some(Subresource::Scale)),
+        Some(_) => Err(ApiError::not_found_path()),
+    }
+}
+
+/// 409 for the uid of a PUT's body that the stored object does not have, with the storage
+/// error kube-apiserver embeds in the message (a delete's preconditions fail earlier, in
+/// `check_delete_preconditions`).
+fn precondition_failed(store: &ResourceStore, namespace: Option<&str>, name: &str, detail: &str) -> ApiError {
+    let key = store.key(store.scope(namespace), name);
+    ApiError::conflict(
+        &store.resource.group_resource(),
+        name,
+        &format!(
+            "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: {detail}"
+        ),
+    )
+}
+
+/// Applies an update of the stored object to `new` (the body or the patched object), with
+/// the client's resourceVersion precondition taken from `new`. A PUT's body also makes its
+/// uid, when set, a precondition (kube's `DefaultUpdatedObjectInfo`); a patch that changes the
+/// uid is refused by validation instead.
+pub(super) async fn update_to(
+    store: &ResourceStore,
+    req: &ResourceRequest,
+    dry_run: bool,
+    uid_precondition: bool,
+    mut make_new: impl FnMut(&Object) -> Result<Map<String, Value>, ApiError>,
+) -> Result<Updated, ApiError> {
+    let resource = store.resource;
+    let name = req.name.as_deref().expect("update has a name");
+    let namespace = req.namespace.as_deref();
+    let sub = subresource(store, req)?;
+    store
+        .guaranteed_update(namespace, name, None, dry_run, |existing| {
+            let mut new = make_new(existing)?;
+            // A patch can name another namespace (kube's patcher checks it like a PUT's body).
+            reconcile_namespace(store, &mut new, namespace)?;
+            check_name_matches(&new, name)?;
+            if uid_precondition
+                && let Some(uid) = meta_str(&new, "uid").filter(|uid| !uid.is_empty())
+                && uid != existing.uid()
+            {
+                return Err(precondition_failed(
+                    store,
+                    namespace,
+                    name,
+                    &format!("UID in precondition: {uid}, UID in object meta: {}", existing.uid()),
+                ));
+            }
+            if let Some(rv) = parse_rv(&new)?
+                && rv != existing.resource_version()
+            {
+                return Err(ApiError::modified_conflict(&resource.group_resource(), name));
+            }
+            metadata_mut(&mut new).shift_remove("resourceVersion");
+            let old = editable(existing);
+            let new = strategy::prepare_for_update(resource, &old, new, sub)?;
+            if sub.is_none() {
+                let errors = strategy::validate_update(resource, &old, &new);
+                if !errors.is_empty() {
+                    return Err(invalid_error(resource.group, resource.kind, name, &errors));
+                }
+            }
+            if strategy::should_delete_during_update(&new) {
+                return Ok(Step::Delete);
+            }
+            Ok(Step::Write(new))
+        })
+        .await
+}
+
+/// PUT.
+pub async fn update(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
+    let (dry_run, validation) = write_options(w.query, OptionsKind::Update)?;
+    let WriteRequest { state, store, req, query, headers, body, media } = w;
+    if req.subresource.as_deref() == Some("scale") {
+        return scale::update(state, store, req, headers, body, dry_run).await;
+    }
+    let (mut object, warnings) = decode_body(store.resource, headers, &body, validation)?;
+    reconcile_namespace(store, &mut object, req.namespace.as_deref())?;
+    // Checked before the update too: a PUT that creates must not create another name.
+    check_name_matches(&object, req.name.as_deref().expect("PUT has a name"))?;
+    let result = update_to(store, req, dry_run, true, |_| Ok(object.clone())).await;
+    match result {
+        Ok(updated) => Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings)),
+        Err(e) if e.code() == 404 && store.resource.allow_create_on_update && req.subresource.is_none() => {
+            create(WriteRequest { state, store, req, query, headers, body, media }).await
+        }
+        Err(e) => Err(e),
+    }
+}
