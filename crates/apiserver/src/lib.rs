@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The Kubernetes REST API over the storage layer. The folders are its wings, each depending
 //! only on those listed after it:
 //!
@@ -16,22 +17,27 @@
 //! * [`options`]: list, watch, write and delete options, validated as kube does;
 //! * [`request`], [`response`], [`metrics`], [`panics`], [`faults`]: what a request is, how an
 //!   answer is built, what is counted, the last-resort panic guard, injected faults.
+//!
+//! Only what the `listwatch` binary needs is public: [`start`], [`serve`], [`ServerConfig`],
+//! [`ApiState`], [`authn`], [`listener`] and [`tls`]. The map above links the private modules
+//! for readers of the source (`cargo doc --document-private-items` renders them).
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod authn;
-pub mod config;
-pub mod controllers;
-pub mod discovery;
-pub mod faults;
-pub mod handlers;
-pub mod metrics;
-pub mod options;
-pub mod panics;
-pub mod registry;
-pub mod request;
-pub mod response;
-pub mod server;
-pub mod state;
-pub mod transport;
+mod config;
+mod controllers;
+mod discovery;
+mod faults;
+mod handlers;
+mod metrics;
+mod options;
+mod panics;
+mod registry;
+mod request;
+mod response;
+mod server;
+mod state;
+mod transport;
 
 pub use config::{REQUEST_THREAD_STACK_BYTES, ServerConfig};
 pub use server::{serve, start};

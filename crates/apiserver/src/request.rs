@@ -113,10 +113,6 @@ impl Query {
     pub fn optional_flag(&self, name: &str) -> Option<bool> {
         self.has(name).then(|| self.flag(name))
     }
-
-    pub fn insert(&mut self, name: &str, value: String) {
-        self.0.insert(name.into(), vec![value]);
-    }
 }
 
 /// Go's `url.QueryUnescape`: `%XX` escapes and `+` for a space; `None` for a `%` not followed
@@ -156,7 +152,7 @@ pub struct Refusal {
 }
 
 impl Refusal {
-    /// Go's `badRequestError(text)`: "400 Bad Request: <text>" on the status line and as body.
+    /// Go's `badRequestError(text)`: `400 Bad Request: <text>` on the status line and as body.
     const fn bad_request(reason: &'static str, body: &'static str) -> Refusal {
         Refusal { code: 400, reason, body }
     }

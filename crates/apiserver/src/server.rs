@@ -41,7 +41,8 @@ async fn bootstrap_namespaces(state: &ApiState) -> Result<(), StorageError> {
 /// Serves `listener` until `shutdown` completes, then ends open watches and drains. With
 /// `tls`, every connection is TLS first (HTTP/2 or HTTP/1.1 by ALPN); without, plain HTTP/1.1
 /// and HTTP/2 with prior knowledge share the port. Requests pass the max-in-flight filter
-/// ([`crate::limits`]); connections get Go's header limits and timeout ([`crate::conn`]).
+/// ([`crate::transport::limits`]); connections get Go's header limits and timeout
+/// ([`crate::transport::conn`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<ApiState>,

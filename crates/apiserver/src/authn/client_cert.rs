@@ -39,6 +39,7 @@ impl ClientCa {
         ClientCa::from_pem(&pem).map_err(|e| format!("{}: {e}", path.display()))
     }
 
+    /// The CA bundle of `--client-ca-file`, from its PEM text.
     pub fn from_pem(pem: &[u8]) -> Result<ClientCa, String> {
         let mut roots = RootCertStore::empty();
         for cert in CertificateDer::pem_slice_iter(pem) {

@@ -38,16 +38,23 @@ use crate::response::{self, HttpResponse};
 /// kube's `user.Info` as the built-in authenticators fill it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UserInfo {
+    /// The user name (`system:anonymous` for anonymous requests).
     pub name: String,
+    /// The uid, when the authenticator knows one.
     pub uid: String,
+    /// The groups, including the virtual ones kube adds.
     pub groups: Vec<String>,
 }
 
+/// The user of a request without credentials.
 pub const ANONYMOUS: &str = "system:anonymous";
+/// The group of every anonymous request.
 pub const ALL_UNAUTHENTICATED: &str = "system:unauthenticated";
+/// The group of every authenticated request.
 pub const ALL_AUTHENTICATED: &str = "system:authenticated";
 
 impl UserInfo {
+    /// The anonymous user, as kube's anonymous authenticator makes it.
     pub fn anonymous() -> UserInfo {
         UserInfo { name: ANONYMOUS.into(), uid: String::new(), groups: vec![ALL_UNAUTHENTICATED.into()] }
     }

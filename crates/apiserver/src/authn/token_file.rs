@@ -35,6 +35,7 @@ impl TokenFile {
         TokenFile::parse(&text, &path.display().to_string())
     }
 
+    /// Parses a token file (`name` is its path, for error messages).
     pub fn parse(text: &str, name: &str) -> Result<TokenFile, String> {
         let mut users = HashMap::new();
         let mut first = None;
@@ -74,10 +75,12 @@ impl TokenFile {
         self.first.as_deref()
     }
 
+    /// How many tokens the file holds.
     pub fn len(&self) -> usize {
         self.users.len()
     }
 
+    /// Whether the file holds no token.
     pub fn is_empty(&self) -> bool {
         self.users.is_empty()
     }

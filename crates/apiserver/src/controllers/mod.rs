@@ -5,7 +5,7 @@
 //! * [`namespaces`]: the cleanup of a deleted namespace's content, then of the namespace.
 //!
 //! The registry announces the objects a delete marked (see
-//! [`MarkedForDeletion`](crate::registry::MarkedForDeletion)); [`start`] routes each to the
+//! [`crate::registry::MarkedForDeletion`]); [`start`] routes each to the
 //! controller that finishes it. (The compactor needs only storage and lives beside it:
 //! `listwatch_storage::compactor`.)
 

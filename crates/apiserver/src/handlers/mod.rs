@@ -4,7 +4,7 @@
 //!
 //! * this file: [`handle`], hyper's entry point, and the routing of every path (health,
 //!   discovery, OpenAPI, the debug API, then resources, with go-restful's 404 and 405);
-//! * [`read`] (GET, LIST), [`watch`], [`write`] (create, update), [`patch`] with
+//! * [`read`] (GET, LIST), [`watch`], [`write`](mod@write) (create, update), [`patch`] with
 //!   [`patch_kind`], [`delete`], [`scale`] (the scale subresource);
 //! * [`admission`], NamespaceLifecycle;
 //! * [`body_in`], [`kinds`], [`schema`]: reading a request body as kube decodes it;

@@ -59,7 +59,7 @@ impl OptionsKind {
 
 /// `dryRun` from the query: absent is no dry run, and every value must be `All` (an empty
 /// value too is refused, as kube refuses `[]string{""}`).
-pub fn query_dry_run(query: &Query) -> (bool, Vec<FieldError>) {
+fn query_dry_run(query: &Query) -> (bool, Vec<FieldError>) {
     let values = query.all("dryRun");
     if values.is_empty() {
         return (false, Vec::new());

@@ -35,6 +35,7 @@ impl ListenAddr {
         self.ip
     }
 
+    /// The port asked for (0: any free port).
     pub fn port(&self) -> u16 {
         self.port
     }
@@ -90,6 +91,7 @@ fn split_host_port(text: &str) -> Result<(&str, &str), String> {
 
 /// A bound listener and where local clients reach it.
 pub struct Listening {
+    /// The bound socket.
     pub listener: tokio::net::TcpListener,
     /// The bound address (`[::]:8080` for every interface).
     pub local: SocketAddr,

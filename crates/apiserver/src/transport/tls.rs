@@ -19,25 +19,50 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::authn::ClientCa;
 
+/// Why TLS could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
+    /// A certificate or key file could not be read.
     #[error("reading {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A PEM file holds no certificate (or no key).
     #[error("{path} holds no {what}")]
-    Missing { path: PathBuf, what: &'static str },
+    Missing {
+        /// The file.
+        path: PathBuf,
+        /// What it lacks.
+        what: &'static str,
+    },
+    /// rcgen could not make a certificate.
     #[error("generating a certificate: {0}")]
     Generate(#[from] rcgen::Error),
+    /// rustls refused the certificates or keys.
     #[error("TLS configuration: {0}")]
     Config(#[from] rustls::Error),
+    /// A generated file could not be written.
     #[error("writing {path}: {source}")]
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
 }
 
 /// Files a generated pair lives in.
 pub struct GeneratedFiles {
+    /// The CA's certificate (what clients trust, kubeconfig's `certificate-authority`).
     pub ca_cert: PathBuf,
+    /// The CA's key (kept so client certificates can be signed later).
     pub ca_key: PathBuf,
+    /// The server's certificate.
     pub cert: PathBuf,
+    /// The server's key.
     pub key: PathBuf,
 }
 
