@@ -1,3 +1,13 @@
+#!/usr/bin/env python3
+"""Import circles between the files of one crate.
+
+    python3 scripts/import_circles.py crates/apiserver/src [-v]
+
+Reads every .rs file under the source directory, takes each `crate::`, `super::` and child
+module path it uses (re-exports and `mod` declarations are not uses; comments and `#[cfg(test)]
+mod tests` are skipped), and prints each strongly connected group of two or more files: files
+that import each other, directly or round a circle. `-v` also prints every file's imports.
+"""
 import os,re,sys
 root=sys.argv[1]
 files={}
