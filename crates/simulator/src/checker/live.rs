@@ -1,0 +1,157 @@
+//! Events after a watch's start revision S (the revision it resumed at, or the end of its initial
+//! events), judged one by one against the scope's history:
+//!
+//! * `ordered`: each event's revision is above every earlier one's (an equal revision is a repeat,
+//!   counted as `unique` instead);
+//! * `unique`: no (revision, key) twice;
+//! * `atomic`: each event is the one history makes of the write at its revision (type, uid,
+//!   fingerprint; for DELETED the last state's);
+//! * `resumable`: a watch resumed at S first delivers the scope's first event after S;
+//! * `reliable`: every event of the scope in (S, highest revision delivered] was delivered;
+//! * `bookmarkable`: a bookmark is not below the last event nor an earlier bookmark; no event at or
+//!   below a bookmark comes after it; an event a bookmark passed and that never came counts here
+//!   as well as under `reliable` (the bookmark claimed it was delivered).
+//!
+//! An event delivered late after a bookmark that passed it is one `bookmarkable` violation, found
+//! when it arrives; it is not counted again as passed.
+
+use std::collections::{BTreeMap, HashSet};
+
+use crate::record::Delivery;
+
+use super::Guarantee;
+use super::initial::InitialEnd;
+use super::view::ObjectKey;
+use super::watch::{Delivered, WatchCheck};
+
+/// What the watch has delivered so far.
+struct Progress {
+    /// S.
+    start: i64,
+    /// Whether the first event must be the first after S (a resumed watch).
+    resumed: bool,
+    /// Whether an event has been delivered after S.
+    any_event: bool,
+    /// Whether the watch asked for initial events (so one end bookmark is due, and it came).
+    streaming: bool,
+    last_event: Option<i64>,
+    last_bookmark: Option<i64>,
+    /// The highest revision delivered, events or bookmarks: where the reliable window ends.
+    highest: i64,
+    /// The scope's events up to here have been compared with the bookmarks.
+    bookmarks_checked_to: i64,
+    seen: HashSet<(i64, ObjectKey)>,
+    /// The scope's events a bookmark passed before they were delivered, with that bookmark.
+    passed: BTreeMap<(i64, ObjectKey), i64>,
+}
+
+impl WatchCheck<'_> {
+    /// Judges `deliveries`, all after S = `start`.
+    pub(super) fn live_events(
+        &mut self,
+        deliveries: &[Delivery],
+        start: i64,
+        resumed: bool,
+        initial: Option<InitialEnd>,
+    ) {
+        let streaming = initial.is_some();
+        let mut progress = Progress {
+            start,
+            resumed,
+            any_event: false,
+            streaming,
+            last_event: None,
+            // The end of the initial events is a bookmark too.
+            last_bookmark: streaming.then_some(start),
+            highest: start,
+            bookmarks_checked_to: start,
+            seen: initial.map(|initial| initial.seen).unwrap_or_default(),
+            passed: BTreeMap::new(),
+        };
+        for delivery in deliveries {
+            match delivery {
+                Delivery::Event { .. } => {
+                    let Some(event) = Delivered::of(delivery) else { continue };
+                    self.live_event(&mut progress, &event);
+                }
+                Delivery::Bookmark { resource_version, initial_events_end, .. } => {
+                    self.bookmark(&mut progress, *resource_version, *initial_events_end);
+                }
+                Delivery::Error { .. } => self.error(delivery, Some(progress.highest)),
+            }
+        }
+        for expected in self.view.between(progress.start, progress.highest) {
+            if !progress.seen.contains(&(expected.revision, expected.key.clone())) {
+                self.flag(Guarantee::Reliable, || format!("{expected} never delivered"));
+            }
+        }
+        for ((revision, key), bookmark) in progress.passed {
+            self.flag(Guarantee::Bookmarkable, || {
+                format!("a bookmark at {bookmark} passed {key} at {revision}, which never came")
+            });
+        }
+    }
+
+    fn live_event(&mut self, progress: &mut Progress, event: &Delivered<'_>) {
+        if progress.resumed && !progress.any_event {
+            self.first_after_resume(progress.start, event);
+        }
+        progress.any_event = true;
+        let id = event.id();
+        if progress.seen.contains(&id) {
+            self.flag(Guarantee::Unique, || format!("{event} delivered twice"));
+            return;
+        }
+        progress.seen.insert(id.clone());
+        progress.passed.remove(&id);
+        if progress.last_event == Some(event.revision) {
+            self.flag(Guarantee::Unique, || format!("{event}: a second event at revision {}", event.revision));
+            return;
+        }
+        if let Some(last) = progress.last_event.filter(|&last| event.revision < last) {
+            self.flag(Guarantee::Ordered, || format!("{event} after an event at {last}"));
+        }
+        if let Some(bookmark) = progress.last_bookmark.filter(|&bookmark| event.revision <= bookmark) {
+            self.flag(Guarantee::Bookmarkable, || format!("{event} after a bookmark at {bookmark}"));
+        }
+        self.content(event, true);
+        progress.last_event = progress.last_event.max(Some(event.revision));
+        progress.highest = progress.highest.max(event.revision);
+    }
+
+    /// A watch resumed at `start` must continue with the scope's first event after it.
+    fn first_after_resume(&mut self, start: i64, event: &Delivered<'_>) {
+        if event.revision <= start {
+            self.flag(Guarantee::Resumable, || format!("resumed at {start}, the first event was {event}"));
+        } else if let Some(expected) = self.view.first_after(start) {
+            if (expected.revision, &expected.key) != (event.revision, &event.key) {
+                self.flag(Guarantee::Resumable, || {
+                    format!("resumed at {start}, the first event was {event}, not {expected}")
+                });
+            }
+        }
+    }
+
+    fn bookmark(&mut self, progress: &mut Progress, revision: i64, initial_events_end: bool) {
+        if initial_events_end {
+            let why = if progress.streaming { "a second" } else { "an unasked-for" };
+            self.flag(Guarantee::InitialEventsEnd, || format!("{why} initial-events-end bookmark at {revision}"));
+        }
+        if let Some(last) = progress.last_event.filter(|&last| revision < last) {
+            self.flag(Guarantee::Bookmarkable, || format!("a bookmark at {revision} after an event at {last}"));
+        } else if let Some(last) = progress.last_bookmark.filter(|&last| revision < last) {
+            self.flag(Guarantee::Bookmarkable, || format!("a bookmark at {revision} after a bookmark at {last}"));
+        }
+        if revision > progress.bookmarks_checked_to {
+            for expected in self.view.between(progress.bookmarks_checked_to, revision) {
+                let id = (expected.revision, expected.key.clone());
+                if !progress.seen.contains(&id) {
+                    progress.passed.entry(id).or_insert(revision);
+                }
+            }
+            progress.bookmarks_checked_to = revision;
+        }
+        progress.last_bookmark = progress.last_bookmark.max(Some(revision));
+        progress.highest = progress.highest.max(revision);
+    }
+}
