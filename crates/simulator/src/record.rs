@@ -6,6 +6,7 @@
 //! parse; times are milliseconds since the run started (`at_ms`), on one clock for the whole run.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -80,6 +81,23 @@ pub enum EventKind {
     Modified,
     /// `DELETED`
     Deleted,
+}
+
+impl EventKind {
+    /// The wire name: `ADDED`, `MODIFIED` or `DELETED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Added => "ADDED",
+            EventKind::Modified => "MODIFIED",
+            EventKind::Deleted => "DELETED",
+        }
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One thing a watch stream delivered, in the order the client received it.
@@ -237,6 +255,10 @@ pub struct ClientRecord {
     pub namespace: Option<String>,
     /// The label selector it lists and watches with.
     pub label_selector: Option<String>,
+    /// The field selector it lists and watches with (`metadata.name` and `metadata.namespace`
+    /// only, as for [`WatchRequest::field_selector`]).
+    #[serde(default)]
+    pub field_selector: Option<String>,
     /// Its watches, in the order they were opened.
     pub watches: Vec<WatchRecord>,
     /// Its lists, in the order they were made.

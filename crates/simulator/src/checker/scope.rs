@@ -43,7 +43,7 @@ impl ScopeText {
             &client.resource,
             client.namespace.as_deref(),
             client.label_selector.as_deref(),
-            None,
+            client.field_selector.as_deref(),
         )
     }
 

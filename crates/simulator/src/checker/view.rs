@@ -53,7 +53,7 @@ pub(crate) struct Expected {
 
 impl fmt::Display for Expected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?} {} at {}", self.kind, self.key, self.revision)
+        write!(f, "{} {} at {}", self.kind, self.key, self.revision)
     }
 }
 

@@ -75,7 +75,7 @@ impl<'a> Delivered<'a> {
 
 impl fmt::Display for Delivered<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?} {} at {}", self.kind, self.key, self.revision)
+        write!(f, "{} {} at {}", self.kind, self.key, self.revision)
     }
 }
 
@@ -130,13 +130,13 @@ impl WatchCheck<'_> {
             Some(expected) => {
                 let mut what = Vec::new();
                 if with_kind && expected.kind != event.kind {
-                    what.push(format!("history makes it {:?}", expected.kind));
+                    what.push(format!("history makes it {}", expected.kind));
                 }
                 if expected.fingerprint != event.fingerprint {
-                    what.push(format!("fingerprint {:#x}, written {:#x}", event.fingerprint, expected.fingerprint));
+                    what.push(format!("fingerprint {:#x}, history has {:#x}", event.fingerprint, expected.fingerprint));
                 }
                 if expected.uid != event.uid {
-                    what.push(format!("uid {}, written {}", event.uid, expected.uid));
+                    what.push(format!("uid {}, history has {}", event.uid, expected.uid));
                 }
                 (!what.is_empty()).then(|| format!("{event}: {}", what.join("; ")))
             }
