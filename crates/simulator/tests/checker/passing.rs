@@ -43,6 +43,8 @@ fn a_410_below_a_cache_reset_of_the_resource_or_a_restart_is_deserved() {
         (vec![reset("configmaps", 50)], 0),
         (vec![reset("", 50)], 0),
         (vec![reset("secrets", 50)], 1),
+        // A watch from 8 is inside a cache that starts at 8.
+        (vec![CacheReset { revision: 8, ..reset("configmaps", 50) }], 1),
         // After the error: it cannot have caused it.
         (vec![reset("configmaps", 70)], 1),
     ] {

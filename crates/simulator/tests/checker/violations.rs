@@ -63,6 +63,19 @@ fn a_duplicated_event_is_not_unique() {
 }
 
 #[test]
+fn a_second_event_at_one_revision_is_not_unique() {
+    // Kubernetes writes one key per revision, so two events at 9 repeat the revision.
+    let mut run = correct_run();
+    let deliveries = run.deliveries("all", 3);
+    let mut other_key = deliveries[0].clone();
+    if let Delivery::Event { namespace, name, .. } = &mut other_key {
+        (*namespace, *name) = ("b".into(), "w".into());
+    }
+    deliveries.insert(1, other_key);
+    assert_violations(&run.check(), &[(Unique, 1)]);
+}
+
+#[test]
 fn events_out_of_order_are_not_ordered() {
     let mut run = correct_run();
     run.deliveries("all", 3).swap(2, 3); // A12 before M11
@@ -130,6 +143,15 @@ fn a_bookmark_ahead_of_an_undelivered_event_is_not_bookmarkable() {
 }
 
 #[test]
+fn an_event_at_a_bookmark_revision_after_the_bookmark_is_not_bookmarkable() {
+    let mut run = correct_run();
+    let deliveries = run.deliveries("web", 2);
+    deliveries[9] = bookmark(11);
+    deliveries.swap(8, 9); // bookmark 11 before M11
+    assert_violations(&run.check(), &[(Bookmarkable, 1)]);
+}
+
+#[test]
 fn a_bookmark_behind_an_event_is_not_bookmarkable() {
     let mut run = correct_run();
     run.deliveries("all", 2)[5] = bookmark(7); // after A8
@@ -160,6 +182,14 @@ fn a_410_with_no_compaction_reset_or_window_behind_it_is_unjustified() {
 fn a_410_before_the_compaction_that_would_explain_it_is_unjustified() {
     let mut run = correct_run();
     run.known.compactions[0].at_ms = 102;
+    assert_violations(&run.check(), &[(Unjustified410, 1)]);
+}
+
+#[test]
+fn a_410_to_a_watch_at_the_compacted_revision_is_unjustified() {
+    // Compacted to 2, the watch from 2 needs only 3 onwards, which is still there.
+    let mut run = correct_run();
+    run.known.compactions[0].revision = 2;
     assert_violations(&run.check(), &[(Unjustified410, 1)]);
 }
 
