@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, HashSet};
 
 use crate::record::{Delivery, EventKind};
 
-use super::Guarantee;
+use super::judge::{Delivered, Step, WatchCheck};
+use super::verdict::Guarantee;
 use super::view::ObjectKey;
-use super::watch::{Delivered, WatchCheck};
 
 /// Where the initial events ended.
 pub(super) struct InitialEnd {
@@ -30,9 +30,8 @@ impl WatchCheck<'_> {
     pub(super) fn initial_events(&mut self, deliveries: &[Delivery], asked: Option<i64>) -> Option<InitialEnd> {
         let mut initial: BTreeMap<ObjectKey, Delivered<'_>> = BTreeMap::new();
         for (i, delivery) in deliveries.iter().enumerate() {
-            match delivery {
-                Delivery::Event { .. } => {
-                    let event = Delivered::of(delivery)?;
+            match Step::of(delivery) {
+                Step::Event(event) => {
                     if event.kind != EventKind::Added {
                         self.flag(Guarantee::InitialEventsEnd, || {
                             format!("{event} before the initial-events-end bookmark")
@@ -47,8 +46,7 @@ impl WatchCheck<'_> {
                         initial.insert(event.key.clone(), event);
                     }
                 }
-                Delivery::Bookmark { resource_version, initial_events_end: true, .. } => {
-                    let revision = *resource_version;
+                Step::Bookmark { revision, initial_events_end: true } => {
                     if let Some(asked) = asked.filter(|&asked| revision < asked) {
                         self.flag(Guarantee::InitialEventsEnd, || {
                             format!("initial-events-end bookmark at {revision}, below the {asked} asked for")
@@ -58,13 +56,13 @@ impl WatchCheck<'_> {
                     let seen = initial.values().map(Delivered::id).collect();
                     return Some(InitialEnd { next: i + 1, revision, seen });
                 }
-                Delivery::Bookmark { resource_version, .. } => {
+                Step::Bookmark { revision, .. } => {
                     self.flag(Guarantee::InitialEventsEnd, || {
-                        format!("a bookmark at {resource_version} before the initial-events-end bookmark")
+                        format!("a bookmark at {revision} before the initial-events-end bookmark")
                     });
                     return None;
                 }
-                Delivery::Error { .. } => self.error(delivery, asked),
+                Step::Error(error) => self.error(error, asked),
             }
         }
         None

@@ -20,10 +20,18 @@ use std::collections::HashSet;
 
 use crate::record::Delivery;
 
-use super::Guarantee;
 use super::initial::InitialEnd;
+use super::judge::{Delivered, Step, WatchCheck};
+use super::verdict::Guarantee;
 use super::view::ObjectKey;
-use super::watch::{Delivered, WatchCheck};
+
+/// Where a watch's live events start.
+pub(super) enum LiveStart {
+    /// Resumed at a revision: the first event must be the scope's first after it.
+    Resumed(i64),
+    /// After a streaming list's initial events.
+    AfterInitialEvents(InitialEnd),
+}
 
 /// What the watch has delivered so far.
 struct Progress {
@@ -43,14 +51,12 @@ struct Progress {
 }
 
 impl WatchCheck<'_> {
-    /// Judges `deliveries`, all after S = `start`.
-    pub(super) fn live_events(
-        &mut self,
-        deliveries: &[Delivery],
-        start: i64,
-        resumed: bool,
-        initial: Option<InitialEnd>,
-    ) {
+    /// Judges `deliveries`, all after S.
+    pub(super) fn live_events(&mut self, deliveries: &[Delivery], from: LiveStart) {
+        let (start, resumed, initial) = match from {
+            LiveStart::Resumed(revision) => (revision, true, None),
+            LiveStart::AfterInitialEvents(end) => (end.revision, false, Some(end.seen)),
+        };
         let streaming = initial.is_some();
         let mut progress = Progress {
             start,
@@ -61,18 +67,15 @@ impl WatchCheck<'_> {
             // The end of the initial events is a bookmark too.
             last_bookmark: streaming.then_some(start),
             highest: start,
-            seen: initial.map(|initial| initial.seen).unwrap_or_default(),
+            seen: initial.unwrap_or_default(),
         };
         for delivery in deliveries {
-            match delivery {
-                Delivery::Event { .. } => {
-                    let Some(event) = Delivered::of(delivery) else { continue };
-                    self.live_event(&mut progress, &event);
+            match Step::of(delivery) {
+                Step::Event(event) => self.live_event(&mut progress, &event),
+                Step::Bookmark { revision, initial_events_end } => {
+                    self.bookmark(&mut progress, revision, initial_events_end)
                 }
-                Delivery::Bookmark { resource_version, initial_events_end, .. } => {
-                    self.bookmark(&mut progress, *resource_version, *initial_events_end);
-                }
-                Delivery::Error { .. } => self.error(delivery, Some(progress.highest)),
+                Step::Error(error) => self.error(error, Some(progress.highest)),
             }
         }
         for expected in self.view.between(progress.start, progress.highest) {

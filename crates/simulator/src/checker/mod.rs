@@ -13,6 +13,7 @@
 mod converge;
 mod gone;
 mod initial;
+mod judge;
 mod live;
 mod scope;
 mod verdict;
