@@ -5,11 +5,14 @@
 //!   fan-out, creates, LISTs, startup).
 //! * `listwatch informer`: a shared informer from the client crate, showing its cache fill,
 //!   sync and events.
+//! * `listwatch simulate`: runs a scenario of faults against servers and clients and checks the
+//!   watch guarantees.
 
 mod bench;
 mod informer;
 mod kubeconfig;
 mod serve;
+mod simulate;
 
 use std::io::IsTerminal;
 
@@ -30,9 +33,12 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run an informer on a resource: the cache filling, the synced moment, then events.
     Informer(informer::InformerArgs),
+    /// Run a scenario of faults against servers and clients; exit 0 only if every watch
+    /// guarantee held.
+    Simulate(simulate::SimulateArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<std::process::ExitCode> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -49,8 +55,9 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     match cli.command {
-        Command::Serve(args) => runtime.block_on(serve::run(*args)),
-        Command::Bench(args) => runtime.block_on(bench::run(args)),
-        Command::Informer(args) => runtime.block_on(informer::run(args)),
+        Command::Serve(args) => runtime.block_on(serve::run(*args)).map(|()| std::process::ExitCode::SUCCESS),
+        Command::Bench(args) => runtime.block_on(bench::run(args)).map(|()| std::process::ExitCode::SUCCESS),
+        Command::Informer(args) => runtime.block_on(informer::run(args)).map(|()| std::process::ExitCode::SUCCESS),
+        Command::Simulate(args) => runtime.block_on(simulate::run(args)),
     }
 }

@@ -43,8 +43,10 @@ pub struct HistoryEvent {
 #[serde(rename_all = "camelCase")]
 pub enum Change {
     /// The key was created or updated.
+    #[serde(alias = "Put")]
     Put,
     /// The key was deleted.
+    #[serde(alias = "Delete")]
     Delete,
 }
 

@@ -1,0 +1,369 @@
+//! `listwatch simulate SCENARIO.yaml`: runs a scenario (servers on a backend, a workload,
+//! in-process reflectors, a schedule of faults), records storage's history and what every
+//! client received, and gives a verdict on the watch guarantees. It exits 0 only if every
+//! check held.
+//!
+//! * [`scenario`]: the file, read strictly;
+//! * [`workload`]: the writer; [`observe`]: the clients' records; [`history`]: storage's;
+//! * [`faults`]: when each fault fires and how it is caused;
+//! * the checker itself is `listwatch_simulator::checker`.
+
+mod faults;
+mod history;
+mod observe;
+mod scenario;
+mod workload;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use listwatch_client::reflector::{Reflector, ReflectorConfig, ReflectorEvent};
+use listwatch_client::{Api, ApiResource, Client, Config, DynamicObject, Object};
+use listwatch_simulator::checker::{self, Verdict};
+use listwatch_simulator::record::{ClientRecord, Known};
+use listwatch_testkit::server::{Backend, Server};
+use serde_json::json;
+use tokio::sync::watch;
+
+use scenario::{BackendKind, ClientMode, Scenario};
+
+/// `listwatch simulate`.
+#[derive(Args)]
+pub struct SimulateArgs {
+    /// The scenario file.
+    scenario: PathBuf,
+    /// The seed of every random choice (overrides the scenario's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Run the scenario this many times, with seeds seed, seed+1, ...
+    #[arg(long, default_value_t = 1)]
+    runs: u64,
+    /// Write the JSON report here.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Write what every client saw and storage's history here (JSON lines).
+    #[arg(long)]
+    record: Option<PathBuf>,
+}
+
+/// Runs the scenario; the process's exit code is 0 only if every run passed.
+pub async fn run(args: SimulateArgs) -> anyhow::Result<std::process::ExitCode> {
+    let file = args.scenario.display().to_string();
+    let text = std::fs::read_to_string(&args.scenario).with_context(|| format!("reading {file}"))?;
+    let scenario = match scenario::parse(&file, &text) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(std::process::ExitCode::from(2));
+        }
+    };
+    let first_seed = args.seed.or(scenario.seed).unwrap_or(1);
+    let mut reports = Vec::new();
+    let mut all_passed = true;
+    for run in 0..args.runs.max(1) {
+        let seed = first_seed.wrapping_add(run);
+        let outcome = run_once(&scenario, seed).await?;
+        print_summary(&scenario, seed, &outcome);
+        all_passed &= outcome.passed;
+        if let Some(path) = &args.record {
+            write_record(path, &outcome)?;
+        }
+        reports.push(outcome.report(&scenario, seed));
+    }
+    if let Some(path) = &args.report {
+        let report =
+            if reports.len() == 1 { reports.remove(0) } else { json!({"runs": reports, "passed": all_passed}) };
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(if all_passed { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE })
+}
+
+/// Everything one run produced.
+struct Outcome {
+    verdict: Verdict,
+    passed: bool,
+    /// Checks of the runner's own (acknowledged writes kept, relist limits), failed ones only.
+    failed_checks: Vec<String>,
+    faults: Vec<(Duration, String)>,
+    history: Vec<listwatch_simulator::record::HistoryEvent>,
+    clients: Vec<ClientRecord>,
+    writes: usize,
+    failed_writes: usize,
+    elapsed: Duration,
+}
+
+impl Outcome {
+    fn report(&self, scenario: &Scenario, seed: u64) -> serde_json::Value {
+        json!({
+            "scenario": scenario.name,
+            "seed": seed,
+            "passed": self.passed,
+            "violations": self.verdict.violations,
+            "checks": self.failed_checks,
+            "clients": self.verdict.clients,
+            "faults": self.faults.iter().map(|(at, note)| json!({"atMs": at.as_millis() as u64, "what": note})).collect::<Vec<_>>(),
+            "writes": {"acknowledged": self.writes, "failed": self.failed_writes},
+            "historyEvents": self.history.len(),
+            "elapsedMs": self.elapsed.as_millis() as u64,
+        })
+    }
+}
+
+async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
+    let started = Instant::now();
+    let servers = start_servers(scenario).await?;
+    let clients: Vec<Client> = servers.iter().map(client_of).collect::<anyhow::Result<_>>()?;
+    let servers = Arc::new(tokio::sync::Mutex::new(servers));
+    workload::prepare(&clients[0], &scenario.workload).await?;
+    let (stop_tx, stop) = watch::channel(false);
+
+    let history = Arc::new(Mutex::new(history::History::default()));
+    let follower = tokio::spawn(history::follow(clients.clone(), history.clone(), stop.clone()));
+
+    // The clients under test: our reflector, each with a store it keeps from its events.
+    let mut reflectors = Vec::new();
+    for spec in &scenario.clients {
+        for i in 0..spec.count {
+            let id = format!("{}-{i}", spec.name);
+            let server = reflectors.len() % clients.len();
+            let api: Api<DynamicObject> =
+                Api::new(clients[server].clone(), ApiResource::configmaps(), spec.namespace.as_deref());
+            let (observed, log) = observe::Observed::new(api, &id, started);
+            let config = ReflectorConfig {
+                name: id.clone(),
+                label_selector: spec.selector.clone(),
+                streaming_list: spec.mode == ClientMode::StreamingList,
+                ..ReflectorConfig::default()
+            };
+            let store = Arc::new(Mutex::new(BTreeMap::new()));
+            let task = tokio::spawn(reflect(Reflector::new(observed, config), store.clone(), stop.clone()));
+            reflectors.push((id, spec, log, store, task));
+        }
+    }
+
+    let writer = tokio::spawn(workload::run(clients[0].clone(), scenario.workload.clone(), seed, stop.clone()));
+
+    // The faults, on time.
+    let duration = scenario.duration.0;
+    let mut known = Known { window_capacity: 100, ..Known::default() };
+    let mut fault_log = Vec::new();
+    for firing in faults::schedule(&scenario.faults, duration, seed) {
+        let wait = firing.at.saturating_sub(started.elapsed());
+        tokio::time::sleep(wait).await;
+        let at = started.elapsed();
+        match faults::cause(&firing.fault, &servers, &clients).await {
+            Ok(caused) => {
+                let at_ms = at.as_millis() as u64;
+                if let Some(revision) = caused.compacted {
+                    known.compactions.push(listwatch_simulator::record::Compaction { at_ms, revision });
+                }
+                if let Some(revision) = caused.window_reset {
+                    known.cache_resets.push(listwatch_simulator::record::CacheReset {
+                        at_ms,
+                        resource: "configmaps".into(),
+                        revision,
+                    });
+                }
+                fault_log.push((at, caused.note));
+            }
+            Err(e) => fault_log.push((at, format!("{:?} could not be caused: {e:#}", firing.fault))),
+        }
+    }
+    tokio::time::sleep(duration.saturating_sub(started.elapsed())).await;
+
+    // Quiet: the writer stops; every client must catch up with storage.
+    stop_tx.send_replace(true);
+    let writes = writer.await.context("the writer")?;
+    let converge = scenario.checks.converge.map_or(Duration::from_secs(10), |d| d.0);
+    let final_revision = faults::current_revision(&clients[0]).await.unwrap_or(0);
+    let deadline = Instant::now() + converge;
+    while Instant::now() < deadline {
+        let history_done = history.lock().expect("history").revision() >= final_revision;
+        let mut caught_up = history_done;
+        for (_, spec, _, store, _) in &reflectors {
+            caught_up &= matches_list(&clients[0], spec, store).await;
+        }
+        if caught_up {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Stop reading: the reflectors and the history follower end with `stop`.
+    let _ = follower.await;
+    let mut client_records = Vec::new();
+    for (id, spec, log, store, task) in reflectors {
+        task.abort();
+        let log = std::mem::take(&mut *log.lock().expect("log"));
+        let final_store = store.lock().expect("store").values().cloned().collect();
+        client_records.push(ClientRecord {
+            id,
+            group: String::new(),
+            resource: "configmaps".into(),
+            namespace: spec.namespace.clone(),
+            label_selector: spec.selector.clone(),
+            field_selector: None,
+            watches: log.watches,
+            lists: log.lists,
+            final_store,
+        });
+    }
+    let history = std::mem::take(&mut history.lock().expect("history").events);
+    let verdict = checker::check(&history, &client_records, &known);
+
+    let mut failed_checks = Vec::new();
+    let applied: std::collections::HashSet<(String, i64)> =
+        history.iter().map(|e| (format!("{}/{}", e.namespace, e.name), e.revision)).collect();
+    let lost =
+        writes.acknowledged.iter().filter(|w| !w.delete && !applied.contains(&(w.key.clone(), w.revision))).count();
+    if lost > 0 {
+        failed_checks.push(format!("{lost} acknowledged writes are missing from storage's history"));
+    }
+    if let Some(max) = scenario.checks.max_relists_per_client {
+        for client in &verdict.clients {
+            if client.relists > max {
+                failed_checks.push(format!("{} relisted {} times (at most {max})", client.id, client.relists));
+            }
+        }
+    }
+    let mut servers = servers.lock().await;
+    for server in servers.iter_mut() {
+        server.stop().await;
+    }
+    Ok(Outcome {
+        passed: verdict.passed && failed_checks.is_empty(),
+        verdict,
+        failed_checks,
+        faults: fault_log,
+        history,
+        clients: client_records,
+        writes: writes.acknowledged.len(),
+        failed_writes: writes.failed,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Starts the scenario's servers (with the debug API, and no compactor of their own: the
+/// scenario decides when storage is compacted).
+async fn start_servers(scenario: &Scenario) -> anyhow::Result<Vec<Server>> {
+    let backend = match scenario.backend.kind {
+        BackendKind::Ephemeral => Backend::Ephemeral,
+        BackendKind::Embedded => Backend::Memory,
+        BackendKind::Etcd => Backend::PrivateEtcd,
+    };
+    let binary = std::env::current_exe().context("finding the listwatch binary")?;
+    let server = Server::builder()
+        .name("simulate")
+        .backend(backend)
+        .fallback_binary(binary)
+        .debug_api(true)
+        .args(["--compaction-interval=0"])
+        .try_start()
+        .await
+        .map_err(|e| anyhow::anyhow!("starting the server: {e}"))?;
+    Ok(vec![server])
+}
+
+fn client_of(server: &Server) -> anyhow::Result<Client> {
+    let config = Config::from_kubeconfig(&server.kubeconfig).context("reading the server's kubeconfig")?;
+    Ok(Client::new(config)?)
+}
+
+/// Runs a reflector until `stop`, keeping a store of what it delivered.
+async fn reflect(
+    mut reflector: Reflector<DynamicObject>,
+    store: Arc<Mutex<BTreeMap<String, listwatch_simulator::record::ObjectState>>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let event = tokio::select! {
+            event = reflector.next_event() => event,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        let mut store = store.lock().expect("store");
+        match event {
+            ReflectorEvent::Replace { objects, .. } => {
+                *store = objects.iter().map(|o| (o.key(), observe::object_state(o))).collect();
+            }
+            ReflectorEvent::Added(o) | ReflectorEvent::Modified(o) => {
+                store.insert(o.key(), observe::object_state(&o));
+            }
+            ReflectorEvent::Deleted(o) => {
+                store.remove(&o.key());
+            }
+            ReflectorEvent::Bookmark { .. } => {}
+        }
+    }
+}
+
+/// Whether a client's store holds exactly what a consistent LIST of its scope returns.
+async fn matches_list(
+    client: &Client,
+    spec: &scenario::ClientSpec,
+    store: &Mutex<BTreeMap<String, listwatch_simulator::record::ObjectState>>,
+) -> bool {
+    let api: Api<DynamicObject> = Api::new(client.clone(), ApiResource::configmaps(), spec.namespace.as_deref());
+    let params = listwatch_client::ListParams { label_selector: spec.selector.clone(), ..Default::default() };
+    let Ok(list) = api.list(&params).await else { return false };
+    let store = store.lock().expect("store");
+    list.items.len() == store.len()
+        && list.items.iter().all(|o| {
+            store.get(&o.key()).is_some_and(|s| Some(s.resource_version.to_string().as_str()) == o.resource_version())
+        })
+}
+
+fn print_summary(scenario: &Scenario, seed: u64, outcome: &Outcome) {
+    println!(
+        "{}: {} (seed {seed}, {:.1} s, {} writes acknowledged, {} failed, {} storage changes)",
+        scenario.name,
+        if outcome.passed { "PASSED" } else { "FAILED" },
+        outcome.elapsed.as_secs_f64(),
+        outcome.writes,
+        outcome.failed_writes,
+        outcome.history.len()
+    );
+    if !scenario.description.is_empty() {
+        println!("  {}", scenario.description);
+    }
+    for (at, note) in &outcome.faults {
+        println!("  {:>7.2} s  {note}", at.as_secs_f64());
+    }
+    println!("  {:<22} {:>7} {:>8} {:>10}  violations", "client", "watches", "relists", "converged");
+    for client in &outcome.verdict.clients {
+        let violations: Vec<String> =
+            client.violations.iter().take(3).map(|v| format!("{:?}: {}", v.guarantee, v.detail)).collect();
+        println!(
+            "  {:<22} {:>7} {:>8} {:>10}  {}",
+            client.id,
+            client.watches,
+            client.relists,
+            if client.converged { "yes" } else { "NO" },
+            if violations.is_empty() { "none".to_string() } else { violations.join("; ") }
+        );
+    }
+    let total: usize = outcome.verdict.violations.values().sum();
+    println!(
+        "  guarantees: {}",
+        if total == 0 { "all held".to_string() } else { format!("{:?}", outcome.verdict.violations) }
+    );
+    for check in &outcome.failed_checks {
+        println!("  check failed: {check}");
+    }
+}
+
+fn write_record(path: &std::path::Path, outcome: &Outcome) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out =
+        std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
+    for event in &outcome.history {
+        writeln!(out, "{}", json!({"history": event}))?;
+    }
+    for client in &outcome.clients {
+        writeln!(out, "{}", json!({"client": client}))?;
+    }
+    Ok(())
+}
