@@ -146,7 +146,10 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
         }
     }
 
-    let writer = tokio::spawn(workload::run(clients[0].clone(), scenario.workload.clone(), seed, stop.clone()));
+    // The writer stops at the end of the scenario; the readers (clients, history) only after
+    // they have had their chance to catch up.
+    let (stop_writer_tx, stop_writer) = watch::channel(false);
+    let writer = tokio::spawn(workload::run(clients[0].clone(), scenario.workload.clone(), seed, stop_writer));
 
     // The faults, on time.
     let duration = scenario.duration.0;
@@ -177,7 +180,7 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
     tokio::time::sleep(duration.saturating_sub(started.elapsed())).await;
 
     // Quiet: the writer stops; every client must catch up with storage.
-    stop_tx.send_replace(true);
+    stop_writer_tx.send_replace(true);
     let writes = writer.await.context("the writer")?;
     let converge = scenario.checks.converge.map_or(Duration::from_secs(10), |d| d.0);
     let final_revision = faults::current_revision(&clients[0]).await.unwrap_or(0);
@@ -194,6 +197,7 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // Stop reading: the reflectors and the history follower end with `stop`.
+    stop_tx.send_replace(true);
     let _ = follower.await;
     let mut client_records = Vec::new();
     for (id, spec, log, store, task) in reflectors {
