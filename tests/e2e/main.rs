@@ -14,6 +14,7 @@ mod limits;
 mod listing;
 mod semantics;
 mod sim_server;
+mod simulate;
 mod transports;
 mod validation;
 mod watching;
