@@ -6,7 +6,7 @@
 //! revision it has.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 use http::Method;
@@ -20,6 +20,9 @@ use tokio::sync::watch;
 pub struct History {
     /// The changes, in revision order.
     pub events: Vec<HistoryEvent>,
+    /// When each change was read, in milliseconds from the start (a little after storage
+    /// applied it).
+    pub arrived_ms: Vec<u64>,
     /// Times the stream broke and was reopened.
     pub reconnects: usize,
 }
@@ -32,14 +35,19 @@ impl History {
 }
 
 /// Reads the history through `servers` (tried in turn after a break) until `stop` turns true.
-pub async fn follow(servers: Vec<Client>, history: Arc<Mutex<History>>, mut stop: watch::Receiver<bool>) {
+pub async fn follow(
+    servers: Vec<Client>,
+    history: Arc<Mutex<History>>,
+    started: Instant,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut server = 0;
     loop {
         if *stop.borrow() {
             return;
         }
         let from = history.lock().expect("history lock").revision();
-        let read = read_from(&servers[server % servers.len()], from, &history);
+        let read = read_from(&servers[server % servers.len()], from, &history, started);
         tokio::select! {
             _ = read => {}
             _ = stop.wait_for(|s| *s) => return,
@@ -51,7 +59,7 @@ pub async fn follow(servers: Vec<Client>, history: Arc<Mutex<History>>, mut stop
 }
 
 /// One connection's worth of history after revision `from`; returns when the stream ends.
-async fn read_from(server: &Client, from: i64, history: &Mutex<History>) {
+async fn read_from(server: &Client, from: i64, history: &Mutex<History>, started: Instant) {
     let path = format!("/debug/listwatch/history?resourceVersion={from}");
     let Ok(response) = server.request_stream(Method::GET, &path, "application/json").await else { return };
     let mut body = response.into_body();
@@ -67,6 +75,7 @@ async fn read_from(server: &Client, from: i64, history: &Mutex<History>) {
                     // After a reconnect the server starts after `from`: never a repeat.
                     if event.revision > history.revision() {
                         history.events.push(event);
+                        history.arrived_ms.push(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, "an unreadable history line"),

@@ -12,6 +12,7 @@ mod faults;
 mod history;
 mod observe;
 mod scenario;
+mod timeline;
 mod workload;
 
 use std::collections::BTreeMap;
@@ -48,6 +49,9 @@ pub struct SimulateArgs {
     /// Write what every client saw and storage's history here (JSON lines).
     #[arg(long)]
     record: Option<PathBuf>,
+    /// Draw the run (faults, each client's resourceVersion over time, relists) as SVG here.
+    #[arg(long)]
+    timeline: Option<PathBuf>,
 }
 
 /// Runs the scenario; the process's exit code is 0 only if every run passed.
@@ -72,6 +76,20 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<std::process::ExitCode> {
         if let Some(path) = &args.record {
             write_record(path, &outcome)?;
         }
+        if let Some(path) = &args.timeline {
+            let faults: Vec<(u64, String)> =
+                outcome.faults.iter().map(|(at, note)| (millis(*at), note.clone())).collect();
+            timeline::write(
+                path,
+                &timeline::TimelineData {
+                    title: &scenario.name,
+                    elapsed_ms: millis(outcome.elapsed),
+                    faults: &faults,
+                    storage: &outcome.storage_line,
+                    clients: &outcome.clients,
+                },
+            )?;
+        }
         reports.push(outcome.report(&scenario, seed));
     }
     if let Some(path) = &args.report {
@@ -91,6 +109,10 @@ struct Outcome {
     failed_checks: Vec<String>,
     faults: Vec<(Duration, String)>,
     history: Vec<listwatch_simulator::record::HistoryEvent>,
+    /// Storage's revision over time (ms, revision).
+    storage_line: Vec<(u64, i64)>,
+    /// Per fault: how long each client took to deliver a change written after it.
+    recoveries: Vec<Recovery>,
     clients: Vec<ClientRecord>,
     writes: usize,
     failed_writes: usize,
@@ -107,6 +129,11 @@ impl Outcome {
             "checks": self.failed_checks,
             "clients": self.verdict.clients,
             "faults": self.faults.iter().map(|(at, note)| json!({"atMs": at.as_millis() as u64, "what": note})).collect::<Vec<_>>(),
+            "recoveries": self.recoveries.iter().map(|r| json!({
+                "atMs": r.at_ms,
+                "fault": r.fault,
+                "clients": r.clients.iter().map(|(id, ms)| json!({"id": id, "recoveryMs": ms})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
             "writes": {"acknowledged": self.writes, "failed": self.failed_writes},
             "historyEvents": self.history.len(),
             "elapsedMs": self.elapsed.as_millis() as u64,
@@ -123,7 +150,7 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
     let (stop_tx, stop) = watch::channel(false);
 
     let history = Arc::new(Mutex::new(history::History::default()));
-    let follower = tokio::spawn(history::follow(clients.clone(), history.clone(), stop.clone()));
+    let follower = tokio::spawn(history::follow(clients.clone(), history.clone(), started, stop.clone()));
 
     // The clients under test: our reflector, each with a store it keeps from its events.
     let mut reflectors = Vec::new();
@@ -216,8 +243,13 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
             final_store,
         });
     }
-    let history = std::mem::take(&mut history.lock().expect("history").events);
+    let (history, arrived_ms) = {
+        let mut history = history.lock().expect("history");
+        (std::mem::take(&mut history.events), std::mem::take(&mut history.arrived_ms))
+    };
     let verdict = checker::check(&history, &client_records, &known);
+    let storage_line: Vec<(u64, i64)> = arrived_ms.iter().copied().zip(history.iter().map(|e| e.revision)).collect();
+    let recoveries = recoveries(&fault_log, &storage_line, &client_records);
 
     let mut failed_checks = Vec::new();
     let applied: std::collections::HashSet<(String, i64)> =
@@ -244,11 +276,58 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
         failed_checks,
         faults: fault_log,
         history,
+        storage_line,
+        recoveries,
         clients: client_records,
         writes: writes.acknowledged.len(),
         failed_writes: writes.failed,
         elapsed: started.elapsed(),
     })
+}
+
+/// How long each client took, after one fault, to deliver a change written after it.
+struct Recovery {
+    at_ms: u64,
+    fault: String,
+    /// (client, milliseconds; `None` if it never did before the run ended).
+    clients: Vec<(String, Option<u64>)>,
+}
+
+/// For each fault at T with storage at revision R (as read by T): each client's time until it
+/// was delivered an event above R. A client the fault did not touch shows its usual
+/// latency; one that had to re-watch or relist shows that too.
+fn recoveries(faults: &[(Duration, String)], storage: &[(u64, i64)], clients: &[ClientRecord]) -> Vec<Recovery> {
+    faults
+        .iter()
+        .map(|(at, what)| {
+            let at_ms = millis(*at);
+            let revision = storage.iter().take_while(|(t, _)| *t <= at_ms).last().map_or(0, |(_, rv)| *rv);
+            let clients = clients
+                .iter()
+                .map(|client| {
+                    let first = client
+                        .watches
+                        .iter()
+                        .flat_map(|w| w.deliveries.iter())
+                        .filter_map(|d| match d {
+                            listwatch_simulator::record::Delivery::Event { at_ms: t, resource_version, .. }
+                                if *t >= at_ms && *resource_version > revision =>
+                            {
+                                Some(*t)
+                            }
+                            _ => None,
+                        })
+                        .min();
+                    (client.id.clone(), first.map(|t| t - at_ms))
+                })
+                .collect();
+            Recovery { at_ms, fault: what.clone(), clients }
+        })
+        .collect()
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Starts the scenario's servers (with the debug API, and no compactor of their own: the
@@ -333,8 +412,15 @@ fn print_summary(scenario: &Scenario, seed: u64, outcome: &Outcome) {
     if !scenario.description.is_empty() {
         println!("  {}", scenario.description);
     }
-    for (at, note) in &outcome.faults {
-        println!("  {:>7.2} s  {note}", at.as_secs_f64());
+    for recovery in &outcome.recoveries {
+        let worst = recovery.clients.iter().map(|(_, ms)| *ms).max().flatten();
+        let never = recovery.clients.iter().filter(|(_, ms)| ms.is_none()).count();
+        let recovered = match (worst, never) {
+            (_, n) if n > 0 => format!("{n} client(s) were delivered no later change"),
+            (Some(ms), _) => format!("every client past it within {ms} ms"),
+            (None, _) => String::new(),
+        };
+        println!("  {:>7.2} s  {:<40} {recovered}", recovery.at_ms as f64 / 1000.0, recovery.fault);
     }
     println!("  {:<22} {:>7} {:>8} {:>10}  violations", "client", "watches", "relists", "converged");
     for client in &outcome.verdict.clients {
