@@ -80,7 +80,9 @@ use crate::watch::WatchStream;
 /// ([`Api::list_shared`](crate::Api::list_shared); other sources can use
 /// [`ObjectList::map_items`]`(list, Arc::new)`).
 pub trait ListerWatcher<K>: Send + Sync + 'static {
+    /// One LIST request (one page, when `params` has a limit).
     fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<Arc<K>>, Error>>;
+    /// Opens a watch; its events arrive on the returned stream.
     fn watch<'a>(&'a self, params: &'a WatchParams) -> BoxFuture<'a, Result<WatchStream<K>, Error>>;
 
     /// `watch` with each object in an `Arc`, which is what the reflector takes. The default
@@ -122,7 +124,9 @@ pub type ErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
 pub struct ReflectorConfig {
     /// A name for logs (`configmaps`, `pods.v1`).
     pub name: String,
+    /// Lists and watches only objects these labels select.
     pub label_selector: Option<String>,
+    /// Lists and watches only objects these fields select.
     pub field_selector: Option<String>,
     /// A fixed page size for every list (client-go `WatchListPageSize`); `None` follows
     /// client-go's policy (see the module docs).
@@ -131,6 +135,7 @@ pub struct ReflectorConfig {
     pub min_watch_timeout: Duration,
     /// The client-side idle limit is the watch timeout plus this. Default 5 s.
     pub idle_margin: Duration,
+    /// The waits between retries after errors (client-go's: 800 ms doubling to 30 s, jittered).
     pub backoff: BackoffConfig,
     /// Sync by streaming list (`sendInitialEvents=true`) first, falling back to LIST.
     pub streaming_list: bool,
@@ -188,9 +193,13 @@ impl std::fmt::Debug for ReflectorConfig {
 /// Where a reflector was when an error happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
+    /// Listing (possibly page by page).
     List,
+    /// Receiving a streaming list's initial events.
     StreamingList,
+    /// Opening a watch after a sync.
     OpeningWatch,
+    /// Receiving a watch's events.
     Watching,
 }
 
@@ -214,8 +223,11 @@ pub enum Recovery {
 /// An error seen by a reflector, with where and what follows.
 #[derive(Debug)]
 pub struct ReflectorError {
+    /// What went wrong.
     pub error: Error,
+    /// What the reflector was doing.
     pub phase: Phase,
+    /// What it does next.
     pub recovery: Recovery,
 }
 
@@ -225,15 +237,22 @@ pub enum ReflectorEvent<K> {
     /// The complete state at `resource_version` (a list, or a streaming list's initial
     /// events): replace everything held with it.
     Replace {
+        /// Every object there is.
         objects: Vec<Arc<K>>,
+        /// The revision the state is at: the next watch starts there.
         resource_version: String,
+        /// Whether the state came from a streaming list (else from LIST).
         streamed: bool,
     },
+    /// A new object (or a relist found one): add it.
     Added(Arc<K>),
+    /// An object changed: replace what is held.
     Modified(Arc<K>),
+    /// An object was deleted; the value is its last state.
     Deleted(Arc<K>),
     /// The stream has reached `resource_version` (nothing changed).
     Bookmark {
+        /// The revision the stream has reached.
         resource_version: String,
     },
 }
@@ -283,10 +302,12 @@ pub struct Reflector<K> {
 }
 
 impl<K: Object> Reflector<K> {
+    /// A reflector listing and watching through `lister_watcher`; it does nothing until driven.
     pub fn new(lister_watcher: impl ListerWatcher<K>, config: ReflectorConfig) -> Reflector<K> {
         Reflector::from_arc(Arc::new(lister_watcher), config)
     }
 
+    /// [`Reflector::new`] with a source that is already shared.
     pub fn from_arc(lister_watcher: Arc<dyn ListerWatcher<K>>, config: ReflectorConfig) -> Reflector<K> {
         Reflector {
             lister_watcher,
@@ -560,34 +581,31 @@ impl<K: Object> Reflector<K> {
     async fn step_streaming_list(&mut self) -> Option<ReflectorEvent<K>> {
         let State::StreamingList { stream, deadline, next_warning, .. } = &mut self.state else { unreachable!() };
         let wake = (*deadline).min(*next_warning);
-        let item = match tokio::time::timeout_at(wake, stream.next()).await {
-            Ok(item) => item,
-            Err(_) => {
-                let (deadline, opened) = match &mut self.state {
-                    State::StreamingList { deadline, opened, next_warning, .. } => {
-                        *next_warning += self.config.initial_events_warning_interval;
-                        (*deadline, *opened)
-                    }
-                    _ => unreachable!(),
-                };
-                if Instant::now() >= deadline {
-                    let after = self.config.initial_events_timeout;
-                    self.report(
-                        Error::Timeout { what: "waiting for the initial-events-end bookmark", after },
-                        Phase::StreamingList,
-                        Recovery::FallBackToList,
-                    );
-                    self.fall_back_to_list = true;
-                    self.state = State::Unsynced;
-                } else {
-                    tracing::warn!(
-                        reflector = %self.config.name,
-                        waited = ?opened.elapsed(),
-                        "awaiting the initial-events-end bookmark of a streaming list"
-                    );
+        let Ok(item) = tokio::time::timeout_at(wake, stream.next()).await else {
+            let (deadline, opened) = match &mut self.state {
+                State::StreamingList { deadline, opened, next_warning, .. } => {
+                    *next_warning += self.config.initial_events_warning_interval;
+                    (*deadline, *opened)
                 }
-                return None;
+                _ => unreachable!(),
+            };
+            if Instant::now() >= deadline {
+                let after = self.config.initial_events_timeout;
+                self.report(
+                    Error::Timeout { what: "waiting for the initial-events-end bookmark", after },
+                    Phase::StreamingList,
+                    Recovery::FallBackToList,
+                );
+                self.fall_back_to_list = true;
+                self.state = State::Unsynced;
+            } else {
+                tracing::warn!(
+                    reflector = %self.config.name,
+                    waited = ?opened.elapsed(),
+                    "awaiting the initial-events-end bookmark of a streaming list"
+                );
             }
+            return None;
         };
         let State::StreamingList { buffer, events, .. } = &mut self.state else { unreachable!() };
         match item {

@@ -221,7 +221,7 @@ impl NameRule {
     /// `group` (`""` for the core group), for Kubernetes 1.36 and later.
     pub fn for_resource(group: &str, resource: &str) -> NameRule {
         match (group, resource) {
-            ("", "namespaces") | ("", "services") => NameRule::Label,
+            ("", "namespaces" | "services") => NameRule::Label,
             ("rbac.authorization.k8s.io", "roles" | "clusterroles" | "rolebindings" | "clusterrolebindings") => {
                 NameRule::PathSegment
             }

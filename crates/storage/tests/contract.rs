@@ -127,7 +127,7 @@ async fn reads_at_past_revisions(backend: Backend) {
     assert!(current >= r4);
     match store.range(RangeRequest::new(range).at_revision(current + 1000)).await {
         Err(StorageError::FutureRevision { current_revision }) => {
-            assert!(current_revision >= current)
+            assert!(current_revision >= current);
         }
         other => panic!("expected a future-revision error, got {other:?}"),
     }

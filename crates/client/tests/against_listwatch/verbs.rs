@@ -279,9 +279,8 @@ async fn watch_errors_arrive_as_statuses() {
     // A WebSocket refused before the upgrade keeps the server's Status.
     let bad = api.clone().with_watch_transport(WatchTransport::WebSocket);
     let params = WatchParams { field_selector: Some("nope=1".into()), ..WatchParams::default() };
-    let refused = match while_throttled(|| bad.watch(&params)).await {
-        Err(e) => e,
-        Ok(_) => panic!("a bad field selector is refused"),
+    let Err(refused) = while_throttled(|| bad.watch(&params)).await else {
+        panic!("a bad field selector is refused");
     };
     assert_eq!(refused.code(), Some(400), "{refused}");
 }

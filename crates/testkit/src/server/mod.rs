@@ -158,6 +158,7 @@ impl ServerBuilder {
         self
     }
 
+    /// The storage the server runs on (default [`Backend::Ephemeral`]).
     pub fn backend(mut self, backend: Backend) -> Self {
         self.storage = Storage::Backend(backend);
         self
@@ -365,6 +366,8 @@ pub struct Server {
 }
 
 impl Server {
+    /// A server to configure: [`Backend::Ephemeral`], the debug API on, no compactor,
+    /// `RUST_LOG=info`, until told otherwise.
     pub fn builder() -> ServerBuilder {
         ServerBuilder::new()
     }
@@ -395,6 +398,7 @@ impl Server {
         &self.args[1..]
     }
 
+    /// Where the server's stdout and stderr go (`server.log` in its directory).
     pub fn log_path(&self) -> PathBuf {
         self.dir.path().join("server.log")
     }
