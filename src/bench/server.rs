@@ -11,14 +11,20 @@
 //! (`PR_SET_PDEATHSIG`), and is stopped with SIGTERM (then SIGKILL) at the end.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
-use listwatch_testkit::server::Server;
+use listwatch_testkit::server::{Server, ServerBuilder, wait_until_ready};
 use serde::Serialize;
 
 use super::ServerArgs;
-use super::http::HttpConnection;
+
+/// The tests' harness set up as the bench runs `listwatch serve`: this same executable, without
+/// the debug API, under the bench's own `RUST_LOG`.
+pub fn harness() -> anyhow::Result<ServerBuilder> {
+    let exe = std::env::current_exe().context("finding this executable")?;
+    Ok(Server::builder().binary(exe).debug_api(false).rust_log(None))
+}
 
 /// A server the bench talks to.
 pub struct ServerUnderTest {
@@ -51,7 +57,6 @@ impl ServerUnderTest {
     }
 
     async fn spawn(args: &ServerArgs) -> anyhow::Result<ServerUnderTest> {
-        let exe = std::env::current_exe().context("finding this executable")?;
         let workdir = tempfile::Builder::new().prefix("listwatch-bench-").tempdir()?;
         let (storage, backend) = match &args.etcd {
             Some(endpoints) => {
@@ -62,13 +67,10 @@ impl ServerUnderTest {
             }
             None => (vec!["--ephemeral".to_string()], "embedded store (ephemeral)".to_string()),
         };
-        let child = Server::builder()
-            .binary(exe)
+        let child = harness()?
             .dir(workdir)
             .storage_flags(storage)
             .args(&args.serve_arg)
-            .debug_api(false)
-            .rust_log(None)
             .exit_with_parent(true)
             .ready_timeout(Duration::from_secs(120))
             .try_start()
@@ -91,19 +93,10 @@ impl ServerUnderTest {
 
     /// Waits for a given server's `/readyz` to answer 200.
     async fn wait_ready(&self, timeout: Duration) -> anyhow::Result<()> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Ok(mut conn) = HttpConnection::connect(self.addr).await
-                && let Ok((status, _)) = conn.request(http::Method::GET, "/readyz", None).await
-                && status == http::StatusCode::OK
-            {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                bail!("{} did not become ready within {timeout:?}", self.url);
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        if !wait_until_ready(&self.url, timeout, Duration::from_millis(50)).await {
+            bail!("{} did not become ready within {timeout:?}", self.url);
         }
+        Ok(())
     }
 
     /// Adds "the server exited" (and where its log is) to an error, when the started child is

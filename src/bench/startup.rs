@@ -1,18 +1,18 @@
 //! `listwatch bench startup`: how long `listwatch serve` takes from exec to a ready `/readyz`.
 //!
-//! Each run starts the server as a child on a free loopback port (embedded store, ephemeral or
-//! on a fresh or pre-filled data dir), polls `/readyz` as fast as it can, and kills the server.
+//! Each run starts the server through the tests' harness ([`listwatch_testkit::server`]) on a
+//! loopback port (embedded store, ephemeral or on a fresh or pre-filled data dir), which probes
+//! `/readyz` every 200 µs and reports the time from exec to ready; then kills the server.
 //! With `--objects N`, a data dir is first filled with N ConfigMaps by one server, so the
 //! measured starts include recovering them from the write-ahead log.
 
 use std::path::PathBuf;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use listwatch_testkit::server::Server;
 use serde::Serialize;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[derive(Args, Debug)]
 pub struct StartupArgs {
@@ -44,54 +44,31 @@ struct StartupResult {
     times_ms: Vec<f64>,
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// One `GET /readyz`; true on 200.
-async fn ready(port: u16) -> bool {
-    let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else { return false };
-    if stream.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.is_err() {
-        return false;
-    }
-    let mut head = [0u8; 12];
-    stream.read_exact(&mut head).await.is_ok() && &head == b"HTTP/1.1 200"
-}
-
-/// Starts the server with `args` and returns the time to a ready `/readyz`.
-async fn time_start(args: &[String]) -> anyhow::Result<(Duration, tokio::process::Child, u16)> {
-    let port = free_port()?;
-    let started = Instant::now();
-    let child = tokio::process::Command::new(std::env::current_exe()?)
-        .arg("serve")
-        .args(["--addr", &format!("127.0.0.1:{port}"), "--compaction-interval", "0"])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
+/// Starts the server on `storage` through the harness; returns the time from its exec to a
+/// ready `/readyz`, and the server (killed when dropped).
+async fn time_start(storage: &[String]) -> anyhow::Result<(Duration, Server)> {
+    let server = super::server::harness()?
+        .storage_flags(storage)
+        // Probe as fast as it answers: the time to ready is what is measured.
+        .ready_poll_interval(Duration::from_micros(200))
+        .try_start()
+        .await
         .context("starting listwatch serve")?;
-    let deadline = started + Duration::from_secs(60);
-    while !ready(port).await {
-        anyhow::ensure!(Instant::now() < deadline, "the server was not ready within 60 s");
-        tokio::time::sleep(Duration::from_micros(200)).await;
-    }
-    Ok((started.elapsed(), child, port))
+    Ok((server.startup_time(), server))
 }
 
 pub async fn run(args: StartupArgs) -> anyhow::Result<()> {
+    // The data dir outlives each server: the filling one's, then every timed one's.
     let dir = tempfile::tempdir()?;
-    let kubeconfig = dir.path().join("kubeconfig").display().to_string();
-    let data = dir.path().join("data").display().to_string();
-    let mut serve_args = vec!["--kubeconfig".to_string(), kubeconfig];
-    if args.ephemeral {
-        serve_args.push("--ephemeral".into());
+    let storage = if args.ephemeral {
+        vec!["--ephemeral".to_string()]
     } else {
-        serve_args.extend(["--data-dir".to_string(), data]);
-    }
+        vec!["--data-dir".to_string(), dir.path().join("data").display().to_string()]
+    };
     if args.objects > 0 {
-        let (_, mut child, port) = time_start(&serve_args).await?;
-        let mut connection = super::http::HttpConnection::connect(([127, 0, 0, 1], port).into()).await?;
+        let (_, mut server) = time_start(&storage).await?;
+        let addr = server.authority().parse().with_context(|| format!("the server reported {}", server.url))?;
+        let mut connection = super::http::HttpConnection::connect(addr).await?;
         for i in 0..args.objects {
             let body = format!(r#"{{"metadata":{{"name":"startup-{i}"}},"data":{{"k":"{}"}}}}"#, "x".repeat(900));
             let (status, _) = connection
@@ -99,12 +76,12 @@ pub async fn run(args: StartupArgs) -> anyhow::Result<()> {
                 .await?;
             anyhow::ensure!(status == http::StatusCode::CREATED, "creating ConfigMap {i} answered {status}");
         }
-        child.kill().await?;
+        server.kill();
     }
     let mut times = Vec::with_capacity(args.runs);
     for _ in 0..args.runs.max(1) {
-        let (took, mut child, _) = time_start(&serve_args).await?;
-        child.kill().await?;
+        let (took, mut server) = time_start(&storage).await?;
+        server.kill();
         times.push(took);
     }
     times.sort();

@@ -9,10 +9,9 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::on_both_backends;
-use crate::support::{Backend, Server, binary, kubectl_binary};
+use crate::support::{Backend, Server, binary, harness, kubectl_binary};
 
 on_both_backends!(token_file_authenticates_bearer_tokens);
 
@@ -189,40 +188,16 @@ async fn kubeconfig_for_plain_http_skips_tls_verify_and_parses() {
     assert!(server.kubectl().run(&["get", "namespaces"]).await.ok().contains("kube-system"));
 }
 
-/// Runs `listwatch serve` with `env` until it has written its kubeconfigs; returns the process
-/// (killed when dropped) and what it printed before serving.
-async fn serve_with_env(dir: &Path, env: &[(&str, &Path)], extra: &[&str]) -> (tokio::process::Child, String) {
-    let mut command = tokio::process::Command::new(binary());
-    command
-        .args(["serve", "--ephemeral", "--addr", "127.0.0.1:0", "--compaction-interval", "0s", "--kubeconfig"])
-        .arg(dir.join("listwatch-kubeconfig"))
-        .args(extra)
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+/// Starts `listwatch serve --ephemeral` (no debug API, this process's `RUST_LOG`) with `env` set
+/// and this process's `KUBECONFIG` removed first; returns the server and what it has printed.
+async fn serve_with_env(env: &[(&str, &Path)], extra: &[&str]) -> (Server, String) {
+    let mut builder = harness().debug_api(false).rust_log(None).env_remove("KUBECONFIG").args(extra);
     for (name, value) in env {
-        command.env(name, value);
+        builder = builder.env(name, value);
     }
-    let mut child = command.spawn().unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut printed = String::new();
-    let serving = async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            printed.push_str(&line);
-            printed.push('\n');
-            if line.starts_with("listwatch is serving on ") {
-                return true;
-            }
-        }
-        false
-    };
-    let served = tokio::time::timeout(Duration::from_secs(60), serving).await.unwrap_or(false);
-    assert!(served, "serve did not start:\n{printed}");
-    // Keep reading: a server whose stderr is closed dies on its next eprintln.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, printed)
+    let server = Server::start_from(builder).await;
+    let printed = server.log();
+    (server, printed)
 }
 
 const EXISTING: &str = "apiVersion: v1
@@ -245,7 +220,7 @@ async fn kubeconfig_merge_keeps_the_existing_context() {
     let config = home.path().join(".kube").join("config");
     std::fs::create_dir_all(config.parent().unwrap()).unwrap();
     std::fs::write(&config, EXISTING).unwrap();
-    let (_server, printed) = serve_with_env(home.path(), &[("HOME", home.path())], &["--kubeconfig-merge"]).await;
+    let (_server, printed) = serve_with_env(&[("HOME", home.path())], &["--kubeconfig-merge"]).await;
     assert!(printed.contains(&format!("merged into {}", config.display())), "{printed}");
     let merged: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
     assert_eq!(merged["current-context"], "prod", "{merged}");
@@ -273,12 +248,8 @@ async fn kubeconfig_merge_keeps_the_existing_context() {
     let listed = home.path().join("listed");
     std::fs::write(&listed, "clusters: []\n").unwrap();
     let list = std::env::join_paths([home.path().join("missing"), listed.clone(), config.clone()]).unwrap();
-    let (_second, _) = serve_with_env(
-        home.path(),
-        &[("HOME", home.path()), ("KUBECONFIG", Path::new(&list))],
-        &["--kubeconfig-merge"],
-    )
-    .await;
+    let (_second, _) =
+        serve_with_env(&[("HOME", home.path()), ("KUBECONFIG", Path::new(&list))], &["--kubeconfig-merge"]).await;
     let second: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&listed).unwrap()).unwrap();
     assert_eq!(second["current-context"], "listwatch", "{second}");
     assert!(!home.path().join("missing").exists());

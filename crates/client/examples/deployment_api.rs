@@ -73,7 +73,7 @@ fn summaries<'a>(deployments: impl IntoIterator<Item = &'a Deployment>) -> Vec<D
 
 async fn all_deployments(State(lister): State<Lister<Deployment>>) -> Json<Vec<DeploymentSummary>> {
     let deployments = lister.list(&LabelSelector::everything());
-    Json(summaries(deployments.iter().map(|d| d.as_ref())))
+    Json(summaries(deployments.iter().map(AsRef::as_ref)))
 }
 
 async fn deployments_in(
@@ -81,7 +81,7 @@ async fn deployments_in(
     Path(namespace): Path<String>,
 ) -> Json<Vec<DeploymentSummary>> {
     let deployments = lister.namespace(&namespace).list(&LabelSelector::everything());
-    Json(summaries(deployments.iter().map(|d| d.as_ref())))
+    Json(summaries(deployments.iter().map(AsRef::as_ref)))
 }
 
 async fn one_deployment(

@@ -31,6 +31,7 @@ use crate::write_params::{DeleteParams, Patch};
 /// The representation reads ask for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Encoding {
+    /// `application/json`.
     #[default]
     Json,
     /// `application/vnd.kubernetes.protobuf` (falls back to JSON per response, as the server
@@ -126,11 +127,13 @@ impl<K: Object> Api<K> {
         }
     }
 
+    /// Reads (GET, LIST, WATCH) in `encoding`.
     pub fn with_encoding(mut self, encoding: Encoding) -> Self {
         self.encoding = encoding;
         self
     }
 
+    /// Carries watches over `transport` (HTTP streaming or WebSocket).
     pub fn with_watch_transport(mut self, transport: WatchTransport) -> Self {
         self.watch_transport = transport;
         self
@@ -142,14 +145,17 @@ impl<K: Object> Api<K> {
         self
     }
 
+    /// The client requests go through.
     pub fn client(&self) -> &Client {
         &self.client
     }
 
+    /// The resource this handle reads and writes.
     pub fn resource(&self) -> &ApiResource {
         &self.resource
     }
 
+    /// The namespace requests are scoped to; `None` for all namespaces or a cluster-scoped kind.
     pub fn namespace(&self) -> Option<&str> {
         self.namespace.as_deref()
     }

@@ -16,8 +16,11 @@ use tokio::time::Instant;
 /// The backoff's numbers. [`BackoffConfig::default`] is client-go's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BackoffConfig {
+    /// The first delay (client-go: 800 ms).
     pub initial: Duration,
+    /// No delay grows beyond this (before jitter).
     pub max: Duration,
+    /// Each delay is the previous one times this (client-go: 2).
     pub factor: f64,
     /// Each delay `d` becomes `d + rand[0,1)·jitter·d`.
     pub jitter: f64,
@@ -47,6 +50,7 @@ pub struct Backoff {
 }
 
 impl Backoff {
+    /// A sequence that starts at `config.initial`.
     pub fn new(config: BackoffConfig) -> Backoff {
         Backoff { config, step: config.initial, last: None }
     }

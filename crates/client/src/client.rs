@@ -135,6 +135,7 @@ impl Client {
         Client::new(Config::infer()?)
     }
 
+    /// The configuration the client was built from.
     pub fn config(&self) -> &Config {
         &self.inner.config
     }
@@ -271,7 +272,7 @@ async fn check_status(response: Response<Incoming>) -> Result<Response<Incoming>
         return Ok(response);
     }
     let (parts, body) = response.into_parts();
-    let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let bytes = body.collect().await.map(http_body_util::Collected::to_bytes).unwrap_or_default();
     Err(status_error(code, &parts.headers, &bytes))
 }
 

@@ -34,6 +34,7 @@ pub enum HttpVersion {
 /// How requests authenticate.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Auth {
+    /// No credentials: the request is anonymous.
     #[default]
     None,
     /// `Authorization: Bearer <token>`.
@@ -42,7 +43,12 @@ pub enum Auth {
     /// (client-go's `CachedFileTokenSource`).
     BearerTokenFile(PathBuf),
     /// `Authorization: Basic`.
-    Basic { username: String, password: String },
+    Basic {
+        /// Sent with the password in every request's `Authorization` header.
+        username: String,
+        /// The user's password, sent with every request (so only over TLS).
+        password: String,
+    },
 }
 
 /// TLS material. Only used for `https://` servers.
@@ -51,8 +57,9 @@ pub struct TlsSettings {
     /// PEM CA bundle. When set it is the only trust root, as in client-go; when not, the
     /// Mozilla roots (webpki-roots) are trusted.
     pub ca_pem: Option<Vec<u8>>,
-    /// PEM client certificate chain and key.
+    /// PEM client certificate chain, presented with `client_key_pem` (x509 authentication).
     pub client_cert_pem: Option<Vec<u8>>,
+    /// PEM private key of the client certificate.
     pub client_key_pem: Option<Vec<u8>>,
     /// Accept any server certificate (kubeconfig `insecure-skip-tls-verify`).
     pub insecure_skip_verify: bool,
@@ -67,8 +74,11 @@ pub struct Config {
     pub server: String,
     /// The context's namespace, else `default`.
     pub default_namespace: String,
+    /// The credentials every request carries.
     pub auth: Auth,
+    /// Trust roots and client certificates for `https://` servers.
     pub tls: TlsSettings,
+    /// Which HTTP versions to speak.
     pub http_version: HttpVersion,
     /// TCP connect timeout (client-go's dialer uses 30 s).
     pub connect_timeout: Duration,
@@ -76,6 +86,7 @@ pub struct Config {
     /// (client-go's default). Watches have their own idle limit, see
     /// [`WatchParams::idle_timeout`](crate::WatchParams::idle_timeout).
     pub request_timeout: Option<Duration>,
+    /// The `User-Agent` header, which the server logs and audits requests under.
     pub user_agent: String,
 }
 

@@ -22,13 +22,16 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
+    /// `Failure` for every error (`Success` only on some DELETE answers).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub status: String,
+    /// What went wrong, for people.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
     /// `Expired`, `Gone`, `NotFound`, `TooManyRequests`, `Timeout`, ...
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+    /// The object the error is about, and for some errors its causes or a retry delay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<StatusDetails>,
     /// The HTTP status code (filled from the response when the body leaves it out).
@@ -40,40 +43,55 @@ pub struct Status {
     pub metadata: Option<StatusListMeta>,
 }
 
+/// `metav1.StatusDetails`: which object an error is about, and why.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusDetails {
+    /// The object's name, when the error is about one object.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// The object's API group (empty for the core group).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub group: String,
+    /// The object's resource (kube puts the plural here) or kind.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub kind: String,
+    /// The object's uid, when known.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,
+    /// The individual failures (one per invalid field, for a 422 `Invalid`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub causes: Vec<StatusCause>,
+    /// How long the server asks to wait before retrying (429s, timeouts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_seconds: Option<u32>,
 }
 
+/// `metav1.StatusCause`: one failure behind an error, usually of one field.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatusCause {
+    /// The kind of failure (`FieldValueInvalid`, `FieldValueRequired`, ...).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+    /// The failure, for people.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
+    /// The JSON path of the field (`metadata.name`); empty when not about a field.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub field: String,
 }
 
+/// The list metadata a Status carries.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusListMeta {
+    /// The continue token to start over with after an expired one.
     #[serde(default, rename = "continue", skip_serializing_if = "String::is_empty")]
     pub continue_token: String,
+    /// A resourceVersion, when the server sets one.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub resource_version: String,
+    /// Any other ListMeta fields, kept as sent.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -144,7 +162,9 @@ pub enum Error {
     /// The request could not be sent or its response head not received (connect, TLS, reset).
     #[error("request to {url} failed: {source}")]
     Request {
+        /// The URL of the request.
         url: String,
+        /// What the HTTP client reported.
         #[source]
         source: hyper_util::client::legacy::Error,
     },
@@ -154,16 +174,28 @@ pub enum Error {
     /// The connection failed or ended where it must not (e.g. in the middle of a watch event).
     #[error("{what}: {source}")]
     Io {
+        /// What was being read or written.
         what: &'static str,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
     /// The bytes could not be decoded.
     #[error("decoding {what}: {message}")]
-    Decode { what: &'static str, message: String },
+    Decode {
+        /// What was being decoded (`a watch event`, `a list`).
+        what: &'static str,
+        /// Why it did not decode.
+        message: String,
+    },
     /// A wait ran out: `what` names it (a request, or the gap between watch events).
     #[error("{what} timed out after {after:?}")]
-    Timeout { what: &'static str, after: Duration },
+    Timeout {
+        /// What was waited for.
+        what: &'static str,
+        /// How long it was waited for.
+        after: Duration,
+    },
     /// A WebSocket watch failed (handshake or stream).
     #[error("websocket: {0}")]
     WebSocket(#[source] Box<tokio_tungstenite::tungstenite::Error>),

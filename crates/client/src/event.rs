@@ -51,7 +51,9 @@ pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 /// One watch event.
 #[derive(Clone, Debug, PartialEq)]
 pub enum WatchEvent<K> {
+    /// An object was created (or, at the start of a watch from `""`, exists).
     Added(K),
+    /// An object changed; the value is its new state.
     Modified(K),
     /// The object's last state, with `metadata.resourceVersion` set to the deletion's revision.
     Deleted(K),
@@ -77,7 +79,9 @@ impl<K> WatchEvent<K> {
 /// A bookmark's content: nothing but a resourceVersion and annotations.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Bookmark {
+    /// The revision the stream has reached.
     pub resource_version: String,
+    /// Annotations the server set (`k8s.io/initial-events-end` on a streaming list's last one).
     pub annotations: BTreeMap<String, String>,
 }
 
@@ -243,7 +247,9 @@ pub fn decode_json_event<K: DeserializeOwned>(bytes: &[u8]) -> Result<WatchEvent
 /// How a watch body is encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StreamFormat {
+    /// Newline-delimited JSON events (`application/json`).
     Json,
+    /// Length-prefixed protobuf frames (`application/vnd.kubernetes.protobuf;stream=watch`).
     Protobuf,
 }
 
@@ -275,6 +281,7 @@ enum Framer {
 }
 
 impl EventDecoder {
+    /// A decoder for a body in `format`; an event larger than `max_event_bytes` is an error.
     pub fn new(format: StreamFormat, max_event_bytes: usize) -> EventDecoder {
         let framer = match format {
             StreamFormat::Json => Framer::Json(JsonStreamFramer::new(max_event_bytes)),

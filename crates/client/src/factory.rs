@@ -86,11 +86,13 @@ impl FactoryBuilder {
         self
     }
 
+    /// Every informer lists and watches only objects this label selector selects.
     pub fn label_selector(mut self, selector: &str) -> Self {
         self.reflector.label_selector = Some(selector.to_owned());
         self
     }
 
+    /// Every informer lists and watches only objects this field selector selects.
     pub fn field_selector(mut self, selector: &str) -> Self {
         self.reflector.field_selector = Some(selector.to_owned());
         self
@@ -106,16 +108,19 @@ impl FactoryBuilder {
         self
     }
 
+    /// The encoding every informer lists and watches in.
     pub fn encoding(mut self, encoding: Encoding) -> Self {
         self.encoding = encoding;
         self
     }
 
+    /// How every informer's watches are carried (HTTP streaming or WebSocket).
     pub fn watch_transport(mut self, transport: WatchTransport) -> Self {
         self.watch_transport = transport;
         self
     }
 
+    /// The factory, with no informer yet (they are made on first request).
     pub fn build(self) -> SharedInformerFactory {
         SharedInformerFactory {
             inner: Arc::new(Inner {
@@ -137,6 +142,7 @@ impl SharedInformerFactory {
         SharedInformerFactory::builder(client).build()
     }
 
+    /// A factory to configure before building (namespace, resync, selectors, transport).
     pub fn builder(client: Client) -> FactoryBuilder {
         FactoryBuilder {
             client,

@@ -73,7 +73,12 @@ pub enum DeletedObject<K> {
     Known(Arc<K>),
     /// Found missing by a relist: the watch missed the delete, so this is only the last state
     /// the cache knew (client-go `DeletedFinalStateUnknown`).
-    FinalStateUnknown { key: String, object: Arc<K> },
+    FinalStateUnknown {
+        /// The object's cache key (`namespace/name`).
+        key: String,
+        /// The last state the cache knew.
+        object: Arc<K>,
+    },
 }
 
 impl<K> Clone for DeletedObject<K> {
@@ -103,6 +108,7 @@ impl<K: Object> DeletedObject<K> {
         }
     }
 
+    /// Whether a relist, not a DELETED event, found the object gone.
     pub fn is_final_state_unknown(&self) -> bool {
         matches!(self, DeletedObject::FinalStateUnknown { .. })
     }
@@ -123,15 +129,23 @@ pub enum UpdateCause {
 /// One notification, as a [`Subscription`] yields it.
 #[derive(Debug)]
 pub enum Notification<K> {
+    /// An object entered the cache.
     Add {
+        /// The object as cached.
         object: Arc<K>,
+        /// Whether it came with the first list (client-go's `isInInitialList`).
         in_initial_list: bool,
     },
+    /// A cached object changed, or was resent.
     Update {
+        /// What the cache held before.
         old: Arc<K>,
+        /// What it holds now.
         new: Arc<K>,
+        /// Why the handler hears about it.
         cause: UpdateCause,
     },
+    /// An object left the cache.
     Delete(DeletedObject<K>),
     /// Every initial-list notification came before this (the subscription's HasSynced).
     Synced,
@@ -155,8 +169,11 @@ impl<K> Clone for Notification<K> {
 /// Callbacks for one handler. Called in order, one at a time, on the handler's own thread.
 /// Keep them quick (hand work to a work queue); a panic is logged and that notification skipped.
 pub trait EventHandler<K>: Send + Sync + 'static {
+    /// An object entered the cache; `in_initial_list` when it came with the first list.
     fn on_add(&self, _object: &Arc<K>, _in_initial_list: bool) {}
+    /// A cached object changed (or was resent, see `cause`).
     fn on_update(&self, _old: &Arc<K>, _new: &Arc<K>, _cause: UpdateCause) {}
+    /// An object left the cache.
     fn on_delete(&self, _object: &DeletedObject<K>) {}
 }
 
@@ -178,20 +195,24 @@ impl<K> Default for HandlerFns<K> {
 }
 
 impl<K> HandlerFns<K> {
+    /// A handler that ignores everything until callbacks are set.
     pub fn new() -> Self {
         HandlerFns::default()
     }
 
+    /// Calls `f` for each added object (and whether it came with the first list).
     pub fn on_add(mut self, f: impl Fn(&Arc<K>, bool) + Send + Sync + 'static) -> Self {
         self.add = Some(Box::new(f));
         self
     }
 
+    /// Calls `f` for each update, with the old and the new object.
     pub fn on_update(mut self, f: impl Fn(&Arc<K>, &Arc<K>, UpdateCause) + Send + Sync + 'static) -> Self {
         self.update = Some(Box::new(f));
         self
     }
 
+    /// Calls `f` for each deleted object.
     pub fn on_delete(mut self, f: impl Fn(&DeletedObject<K>) + Send + Sync + 'static) -> Self {
         self.delete = Some(Box::new(f));
         self
@@ -219,6 +240,7 @@ impl<K: Send + Sync + 'static> EventHandler<K> for HandlerFns<K> {
 /// An informer's settings.
 #[derive(Clone, Debug)]
 pub struct InformerConfig {
+    /// How the informer's reflector lists and watches.
     pub reflector: ReflectorConfig,
     /// The resync period of handlers added without one (`None`: no resync).
     pub default_resync: Option<Duration>,
@@ -364,6 +386,7 @@ impl<K: Object> SharedInformer<K> {
         SharedInformer::from_arc(Arc::new(lister_watcher), config)
     }
 
+    /// [`SharedInformer::new`] with a source that is already shared.
     pub fn from_arc(lister_watcher: Arc<dyn ListerWatcher<K>>, config: InformerConfig) -> SharedInformer<K> {
         SharedInformer {
             shared: Arc::new(Shared {
@@ -488,6 +511,8 @@ impl<K: Object> SharedInformer<K> {
         self.subscribe_with_resync(resync)
     }
 
+    /// Adds a handler that is a stream of [`Notification`]s, with its own resync period (`None`:
+    /// no resync).
     pub fn subscribe_with_resync(&self, resync: Option<Duration>) -> Result<Subscription<K>, Error> {
         let (sender, receiver) = mpsc::unbounded_channel::<Item<K>>();
         let (registration, synced, pending) = self.register(sender, resync)?;
@@ -559,6 +584,7 @@ impl<K: Object> SharedInformer<K> {
         *run = RunState::Running { shutdown, reflector: reflector_task };
     }
 
+    /// Whether [`start`](Self::start) was called and [`stop`](Self::stop) not since.
     pub fn is_running(&self) -> bool {
         matches!(*self.shared.run.lock(), RunState::Running { .. })
     }

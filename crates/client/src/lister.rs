@@ -23,6 +23,8 @@ impl<K> Clone for Lister<K> {
 }
 
 impl<K: Object> Lister<K> {
+    /// A lister reading `store` (an informer's [`lister`](crate::SharedInformer::lister) makes
+    /// one).
     pub fn new(store: Store<K>) -> Lister<K> {
         Lister { store }
     }
@@ -56,6 +58,8 @@ pub struct NamespaceLister<K> {
 }
 
 impl<K: Object> NamespaceLister<K> {
+    /// The cached objects of this namespace the selector matches (through the namespace index
+    /// when the store has it).
     pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<K>> {
         let keep = |object: &K| selector.is_empty() || selector.matches(object);
         match self.store.by_index(NAMESPACE_INDEX, &self.namespace) {
@@ -72,6 +76,7 @@ impl<K: Object> NamespaceLister<K> {
         }
     }
 
+    /// The object `name` of this namespace.
     pub fn get(&self, name: &str) -> Option<Arc<K>> {
         self.store.get(&object_key(Some(&self.namespace), name))
     }

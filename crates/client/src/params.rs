@@ -8,7 +8,9 @@ use std::time::Duration;
 /// How the server should match `resourceVersion` on a LIST or streaming WATCH.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VersionMatch {
+    /// Any state at or after the given resourceVersion (the watch cache may answer).
     NotOlderThan,
+    /// The state at exactly the given resourceVersion (read from storage's history).
     Exact,
 }
 
@@ -24,32 +26,40 @@ impl VersionMatch {
 /// Options of a LIST.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ListParams {
+    /// `labelSelector`: only objects these labels select (`app=web,tier!=db`).
     pub label_selector: Option<String>,
+    /// `fieldSelector`: only objects these fields select (`metadata.name=x`).
     pub field_selector: Option<String>,
     /// `""` (unset) is a consistent read, `"0"` any (the watch cache), `"N"` not older than N.
     pub resource_version: String,
+    /// `resourceVersionMatch`: how `resource_version` is matched (only with a non-empty one).
     pub resource_version_match: Option<VersionMatch>,
     /// Page size; `None` asks for everything at once.
     pub limit: Option<u32>,
+    /// `continue`: the token of the page before, to read the next page.
     pub continue_token: Option<String>,
 }
 
 impl ListParams {
+    /// Only objects `selector` (a label selector) selects.
     pub fn labels(mut self, selector: &str) -> Self {
         self.label_selector = Some(selector.to_owned());
         self
     }
 
+    /// Only objects `selector` (a field selector) selects.
     pub fn fields(mut self, selector: &str) -> Self {
         self.field_selector = Some(selector.to_owned());
         self
     }
 
+    /// Reads at `resource_version` (see [`ListParams::resource_version`]).
     pub fn at(mut self, resource_version: &str) -> Self {
         self.resource_version = resource_version.to_owned();
         self
     }
 
+    /// Pages of at most `limit` objects.
     pub fn limit(mut self, limit: u32) -> Self {
         self.limit = Some(limit);
         self
@@ -77,7 +87,9 @@ impl ListParams {
 /// Options of a WATCH.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WatchParams {
+    /// `labelSelector`: only events of objects these labels select.
     pub label_selector: Option<String>,
+    /// `fieldSelector`: only events of objects these fields select.
     pub field_selector: Option<String>,
     /// Where to start: `""` most recent (with initial ADDED events), `"0"` any, `"N"` after N.
     pub resource_version: String,
@@ -114,21 +126,25 @@ impl Default for WatchParams {
 }
 
 impl WatchParams {
+    /// Only events of objects `selector` (a label selector) selects.
     pub fn labels(mut self, selector: &str) -> Self {
         self.label_selector = Some(selector.to_owned());
         self
     }
 
+    /// Only events of objects `selector` (a field selector) selects.
     pub fn fields(mut self, selector: &str) -> Self {
         self.field_selector = Some(selector.to_owned());
         self
     }
 
+    /// Starts at `resource_version` (see [`WatchParams::resource_version`]).
     pub fn at(mut self, resource_version: &str) -> Self {
         self.resource_version = resource_version.to_owned();
         self
     }
 
+    /// Asks the server to end the stream after `timeout`.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self

@@ -65,12 +65,15 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
-use crate::backoff::{Backoff, BackoffConfig};
+use crate::backoff::Backoff;
 use crate::error::Error;
 use crate::event::WatchEvent;
-use crate::params::{DEFAULT_IDLE_MARGIN, ListParams, WatchParams};
+use crate::params::{ListParams, WatchParams};
 use crate::resource::{Object, ObjectList};
 use crate::watch::WatchStream;
+
+mod config;
+pub use config::{DEFAULT_PAGE_SIZE, ErrorHandler, ReflectorConfig};
 
 /// What a reflector lists and watches through. [`Api`](crate::Api) implements it; tests and
 /// special sources can implement it too.
@@ -80,7 +83,9 @@ use crate::watch::WatchStream;
 /// ([`Api::list_shared`](crate::Api::list_shared); other sources can use
 /// [`ObjectList::map_items`]`(list, Arc::new)`).
 pub trait ListerWatcher<K>: Send + Sync + 'static {
+    /// One LIST request (one page, when `params` has a limit).
     fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<Arc<K>>, Error>>;
+    /// Opens a watch; its events arrive on the returned stream.
     fn watch<'a>(&'a self, params: &'a WatchParams) -> BoxFuture<'a, Result<WatchStream<K>, Error>>;
 
     /// `watch` with each object in an `Arc`, which is what the reflector takes. The default
@@ -111,86 +116,16 @@ impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
     }
 }
 
-/// client-go's pager default page size.
-pub const DEFAULT_PAGE_SIZE: u32 = 500;
-
-/// Reports an error and what the reflector does about it.
-pub type ErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
-
-/// A reflector's settings. The defaults are client-go's; every timing can be shortened for tests.
-#[derive(Clone)]
-pub struct ReflectorConfig {
-    /// A name for logs (`configmaps`, `pods.v1`).
-    pub name: String,
-    pub label_selector: Option<String>,
-    pub field_selector: Option<String>,
-    /// A fixed page size for every list (client-go `WatchListPageSize`); `None` follows
-    /// client-go's policy (see the module docs).
-    pub page_size: Option<u32>,
-    /// Watches ask for `timeoutSeconds` uniformly in [this, 2×this). Default 5 minutes.
-    pub min_watch_timeout: Duration,
-    /// The client-side idle limit is the watch timeout plus this. Default 5 s.
-    pub idle_margin: Duration,
-    pub backoff: BackoffConfig,
-    /// Sync by streaming list (`sendInitialEvents=true`) first, falling back to LIST.
-    pub streaming_list: bool,
-    /// How long a streaming list may take to reach its initial-events-end bookmark before this
-    /// sync falls back to LIST. Default 60 s.
-    pub initial_events_timeout: Duration,
-    /// How often to warn while that bookmark is awaited. Default 10 s (client-go's).
-    pub initial_events_warning_interval: Duration,
-    /// How many streaming lists one sync tries (after 410s and 429s) before it lists. Default 3.
-    pub streaming_list_attempts: u32,
-    /// A watch that ends within this with no event at all is an error and causes a relist
-    /// (client-go `VeryShortWatchError`). Default 1 s.
-    pub very_short_watch: Duration,
-    /// A limit for each LIST request (page). Default 5 minutes; `None` for none (client-go).
-    pub list_timeout: Option<Duration>,
-    /// Receives every error with what happens next. Default: logged through `tracing` at
-    /// client-go's levels (expired and dropped connections at debug, the rest as warnings).
-    pub error_handler: Option<ErrorHandler>,
-}
-
-impl Default for ReflectorConfig {
-    fn default() -> Self {
-        ReflectorConfig {
-            name: String::new(),
-            label_selector: None,
-            field_selector: None,
-            page_size: None,
-            min_watch_timeout: Duration::from_secs(300),
-            idle_margin: DEFAULT_IDLE_MARGIN,
-            backoff: BackoffConfig::default(),
-            streaming_list: false,
-            initial_events_timeout: Duration::from_secs(60),
-            initial_events_warning_interval: Duration::from_secs(10),
-            streaming_list_attempts: 3,
-            very_short_watch: Duration::from_secs(1),
-            list_timeout: Some(Duration::from_secs(300)),
-            error_handler: None,
-        }
-    }
-}
-
-impl std::fmt::Debug for ReflectorConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReflectorConfig")
-            .field("name", &self.name)
-            .field("label_selector", &self.label_selector)
-            .field("field_selector", &self.field_selector)
-            .field("page_size", &self.page_size)
-            .field("min_watch_timeout", &self.min_watch_timeout)
-            .field("streaming_list", &self.streaming_list)
-            .finish_non_exhaustive()
-    }
-}
-
 /// Where a reflector was when an error happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
+    /// Listing (possibly page by page).
     List,
+    /// Receiving a streaming list's initial events.
     StreamingList,
+    /// Opening a watch after a sync.
     OpeningWatch,
+    /// Receiving a watch's events.
     Watching,
 }
 
@@ -214,8 +149,11 @@ pub enum Recovery {
 /// An error seen by a reflector, with where and what follows.
 #[derive(Debug)]
 pub struct ReflectorError {
+    /// What went wrong.
     pub error: Error,
+    /// What the reflector was doing.
     pub phase: Phase,
+    /// What it does next.
     pub recovery: Recovery,
 }
 
@@ -225,15 +163,22 @@ pub enum ReflectorEvent<K> {
     /// The complete state at `resource_version` (a list, or a streaming list's initial
     /// events): replace everything held with it.
     Replace {
+        /// Every object there is.
         objects: Vec<Arc<K>>,
+        /// The revision the state is at: the next watch starts there.
         resource_version: String,
+        /// Whether the state came from a streaming list (else from LIST).
         streamed: bool,
     },
+    /// A new object (or a relist found one): add it.
     Added(Arc<K>),
+    /// An object changed: replace what is held.
     Modified(Arc<K>),
+    /// An object was deleted; the value is its last state.
     Deleted(Arc<K>),
     /// The stream has reached `resource_version` (nothing changed).
     Bookmark {
+        /// The revision the stream has reached.
         resource_version: String,
     },
 }
@@ -283,10 +228,12 @@ pub struct Reflector<K> {
 }
 
 impl<K: Object> Reflector<K> {
+    /// A reflector listing and watching through `lister_watcher`; it does nothing until driven.
     pub fn new(lister_watcher: impl ListerWatcher<K>, config: ReflectorConfig) -> Reflector<K> {
         Reflector::from_arc(Arc::new(lister_watcher), config)
     }
 
+    /// [`Reflector::new`] with a source that is already shared.
     pub fn from_arc(lister_watcher: Arc<dyn ListerWatcher<K>>, config: ReflectorConfig) -> Reflector<K> {
         Reflector {
             lister_watcher,
@@ -560,34 +507,31 @@ impl<K: Object> Reflector<K> {
     async fn step_streaming_list(&mut self) -> Option<ReflectorEvent<K>> {
         let State::StreamingList { stream, deadline, next_warning, .. } = &mut self.state else { unreachable!() };
         let wake = (*deadline).min(*next_warning);
-        let item = match tokio::time::timeout_at(wake, stream.next()).await {
-            Ok(item) => item,
-            Err(_) => {
-                let (deadline, opened) = match &mut self.state {
-                    State::StreamingList { deadline, opened, next_warning, .. } => {
-                        *next_warning += self.config.initial_events_warning_interval;
-                        (*deadline, *opened)
-                    }
-                    _ => unreachable!(),
-                };
-                if Instant::now() >= deadline {
-                    let after = self.config.initial_events_timeout;
-                    self.report(
-                        Error::Timeout { what: "waiting for the initial-events-end bookmark", after },
-                        Phase::StreamingList,
-                        Recovery::FallBackToList,
-                    );
-                    self.fall_back_to_list = true;
-                    self.state = State::Unsynced;
-                } else {
-                    tracing::warn!(
-                        reflector = %self.config.name,
-                        waited = ?opened.elapsed(),
-                        "awaiting the initial-events-end bookmark of a streaming list"
-                    );
+        let Ok(item) = tokio::time::timeout_at(wake, stream.next()).await else {
+            let (deadline, opened) = match &mut self.state {
+                State::StreamingList { deadline, opened, next_warning, .. } => {
+                    *next_warning += self.config.initial_events_warning_interval;
+                    (*deadline, *opened)
                 }
-                return None;
+                _ => unreachable!(),
+            };
+            if Instant::now() >= deadline {
+                let after = self.config.initial_events_timeout;
+                self.report(
+                    Error::Timeout { what: "waiting for the initial-events-end bookmark", after },
+                    Phase::StreamingList,
+                    Recovery::FallBackToList,
+                );
+                self.fall_back_to_list = true;
+                self.state = State::Unsynced;
+            } else {
+                tracing::warn!(
+                    reflector = %self.config.name,
+                    waited = ?opened.elapsed(),
+                    "awaiting the initial-events-end bookmark of a streaming list"
+                );
             }
+            return None;
         };
         let State::StreamingList { buffer, events, .. } = &mut self.state else { unreachable!() };
         match item {

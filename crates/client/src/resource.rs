@@ -22,14 +22,18 @@ use serde_json::Value;
 pub struct ApiResource {
     /// `""` for the core group.
     pub group: String,
+    /// The API version within the group (`v1`, `v1beta1`).
     pub version: String,
+    /// The kind as objects name it in `kind` (`ConfigMap`).
     pub kind: String,
     /// The lowercase plural in URLs (`configmaps`).
     pub plural: String,
+    /// Whether objects live in namespaces (`/namespaces/{ns}/...`) or at cluster scope.
     pub namespaced: bool,
 }
 
 impl ApiResource {
+    /// The coordinates of a kind, given as the API spells them.
     pub fn new(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> ApiResource {
         ApiResource {
             group: group.to_owned(),
@@ -109,32 +113,46 @@ impl ApiResource {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectMeta {
+    /// Unique within the namespace (or cluster); the object's key in caches with the namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// A prefix the server completes with random characters when `name` is empty on create.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generate_name: Option<String>,
+    /// Empty or absent for cluster-scoped objects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// Set by the server on create; tells apart objects that reuse a name after a delete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uid: Option<String>,
+    /// The etcd revision of the object's last change: what watches and preconditions compare.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_version: Option<String>,
+    /// Bumped by the server on each change of the desired state (`spec`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<i64>,
+    /// When the server created the object (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
+    /// When a graceful delete was asked for; the object stays until its finalizers are gone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_timestamp: Option<String>,
+    /// The grace period of the pending delete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_grace_period_seconds: Option<i64>,
+    /// Key-value pairs that selectors match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<BTreeMap<String, String>>,
+    /// Key-value pairs for tools and people; not selectable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<BTreeMap<String, String>>,
+    /// The objects this one depends on; the garbage collector deletes it when they are gone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner_references: Option<Vec<OwnerReference>>,
+    /// What must happen before the object is removed; a delete waits until the list is empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finalizers: Option<Vec<String>>,
+    /// Which manager owns which fields (server-side apply bookkeeping).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub managed_fields: Option<Vec<ManagedFieldsEntry>>,
 }
@@ -151,13 +169,18 @@ impl ObjectMeta {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OwnerReference {
+    /// The owner's `apiVersion` (`apps/v1`).
     pub api_version: String,
+    /// The owner's kind (`ReplicaSet`).
     pub kind: String,
+    /// The owner's name, in this object's namespace.
     pub name: String,
+    /// The owner's uid: a new object of the same name is not the owner.
     pub uid: String,
     /// Whether the owner is this object's managing controller (at most one is).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller: Option<bool>,
+    /// Whether a foreground delete of the owner waits for this object to go first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_owner_deletion: Option<bool>,
 }
@@ -166,18 +189,25 @@ pub struct OwnerReference {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ManagedFieldsEntry {
+    /// Who made the change (the `fieldManager` of the request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manager: Option<String>,
+    /// `Apply` or `Update`: how the fields were written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation: Option<String>,
+    /// The version of the object the field set refers to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
+    /// When the entry last changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time: Option<String>,
+    /// The format of `fields_v1` (always `FieldsV1` so far).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fields_type: Option<String>,
+    /// The set of fields this manager owns.
     #[serde(default, rename = "fieldsV1", skip_serializing_if = "Option::is_none")]
     pub fields_v1: Option<Value>,
+    /// The subresource the fields were written through (`status`, `scale`), or empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subresource: Option<String>,
 }
@@ -240,11 +270,17 @@ pub fn object_key(namespace: Option<&str>, name: &str) -> String {
 /// }
 /// ```
 pub trait Resource: DeserializeOwned + Send + Sync + 'static {
+    /// The API group; `""` for the core group.
     const GROUP: &'static str;
+    /// The API version within the group.
     const VERSION: &'static str;
+    /// The kind as objects name it in `kind`.
     const KIND: &'static str;
+    /// The lowercase plural in URLs.
     const PLURAL: &'static str;
+    /// Whether objects live in namespaces.
     const NAMESPACED: bool;
+    /// The object's metadata, which [`Object`] reads its name, namespace and more from.
     fn metadata(&self) -> &ObjectMeta;
 }
 
@@ -306,6 +342,7 @@ impl<T: Resource> Object for T {
 pub struct DynamicObject(pub Value);
 
 impl DynamicObject {
+    /// Wraps the JSON of an object (which should have `apiVersion`, `kind` and `metadata`).
     pub fn new(value: Value) -> DynamicObject {
         DynamicObject(value)
     }
@@ -348,22 +385,29 @@ impl Object for DynamicObject {
 /// An autoscaling/v1 `Scale`: the `scale` subresource of deployments and replicasets.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Scale {
+    /// The metadata of the scaled object (name, namespace, resourceVersion).
     #[serde(default)]
     pub metadata: ObjectMeta,
+    /// The replicas asked for.
     #[serde(default)]
     pub spec: ScaleSpec,
+    /// The replicas there are.
     #[serde(default)]
     pub status: ScaleStatus,
 }
 
+/// The desired side of a [`Scale`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScaleSpec {
+    /// How many replicas are wanted; what a scale update writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i32>,
 }
 
+/// The observed side of a [`Scale`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScaleStatus {
+    /// How many replicas the controller last saw.
     #[serde(default)]
     pub replicas: i32,
     /// The label selector of the pods, as text.
@@ -375,11 +419,13 @@ pub struct ScaleStatus {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListMeta {
+    /// The revision the list was read at: where a watch that follows it starts.
     #[serde(default)]
     pub resource_version: String,
     /// The continue token; empty (or absent) on the last page.
     #[serde(default, rename = "continue", skip_serializing_if = "Option::is_none")]
     pub continue_token: Option<String>,
+    /// About how many items the pages after this one hold (approximate, and not always set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remaining_item_count: Option<i64>,
 }
@@ -395,6 +441,7 @@ impl ListMeta {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(bound = "K: DeserializeOwned")]
 pub struct ObjectList<K> {
+    /// The list's resourceVersion and continue token.
     #[serde(default)]
     pub metadata: ListMeta,
     /// `null` items (an empty list from some servers) decode as empty.

@@ -40,7 +40,9 @@ use crate::watch::WatchStream;
 /// A RetryWatcher's settings.
 #[derive(Clone, Debug)]
 pub struct RetryWatcherConfig {
+    /// Watches only objects these labels select.
     pub label_selector: Option<String>,
+    /// Watches only objects these fields select.
     pub field_selector: Option<String>,
     /// At most one watch request per this (client-go: 1 s).
     pub min_restart_delay: Duration,

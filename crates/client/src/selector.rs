@@ -29,7 +29,9 @@ pub struct LabelSelector {
 #[derive(Debug, thiserror::Error)]
 #[error("invalid label selector {selector:?}: {reason}")]
 pub struct SelectorError {
+    /// The text that did not parse.
     pub selector: String,
+    /// What is wrong with it.
     pub reason: String,
 }
 
@@ -39,10 +41,12 @@ impl LabelSelector {
         LabelSelector::default()
     }
 
+    /// Whether the selector has no requirement (and so matches everything).
     pub fn is_empty(&self) -> bool {
         self.requirements.is_empty()
     }
 
+    /// Parses kube's selector syntax (`app=web,tier!=db,env in (a,b),!legacy`).
     pub fn parse(text: &str) -> Result<LabelSelector, SelectorError> {
         let error = |reason: &str| SelectorError { selector: text.to_owned(), reason: reason.to_owned() };
         let mut requirements = Vec::new();
@@ -71,6 +75,7 @@ impl LabelSelector {
         })
     }
 
+    /// Whether `object`'s labels satisfy every requirement.
     pub fn matches<K: Object>(&self, object: &K) -> bool {
         self.matches_labels(|key| object.label(key))
     }

@@ -121,6 +121,7 @@ impl<K: Object> Store<K> {
 
     // ---- reads ------------------------------------------------------------------------------
 
+    /// The object with cache key `key` (`namespace/name`, or `name` for cluster-scoped).
     pub fn get(&self, key: &str) -> Option<Arc<K>> {
         self.inner.read().items.get(key).cloned()
     }
@@ -130,6 +131,7 @@ impl<K: Object> Store<K> {
         self.get(&crate::resource::object_key(namespace, name))
     }
 
+    /// Whether an object with cache key `key` is held.
     pub fn contains(&self, key: &str) -> bool {
         self.inner.read().items.contains_key(key)
     }
@@ -139,14 +141,17 @@ impl<K: Object> Store<K> {
         self.inner.read().items.values().cloned().collect()
     }
 
+    /// The cache keys of every object (in no particular order).
     pub fn keys(&self) -> Vec<String> {
-        self.inner.read().items.keys().map(|k| k.to_string()).collect()
+        self.inner.read().items.keys().map(ToString::to_string).collect()
     }
 
+    /// How many objects are held.
     pub fn len(&self) -> usize {
         self.inner.read().items.len()
     }
 
+    /// Whether no object is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -184,7 +189,7 @@ impl<K: Object> Store<K> {
     pub fn index_keys(&self, index: &str, value: &str) -> Option<Vec<String>> {
         let inner = self.inner.read();
         let values = inner.indices.get(index)?;
-        Some(values.get(value).map(|keys| keys.iter().map(|k| k.to_string()).collect()).unwrap_or_default())
+        Some(values.get(value).map(|keys| keys.iter().map(ToString::to_string).collect()).unwrap_or_default())
     }
 
     /// Objects sharing any of `object`'s values for `index` (client-go `Index`).

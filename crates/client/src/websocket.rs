@@ -118,7 +118,7 @@ pub(crate) async fn watch<K: DeserializeOwned + 'static, T: Send + 'static>(
 }
 
 fn path_of(uri: &Uri) -> &str {
-    uri.path_and_query().map(|p| p.as_str()).unwrap_or("/")
+    uri.path_and_query().map(http::uri::PathAndQuery::as_str).unwrap_or("/")
 }
 
 fn connect_error(url: &str, e: Box<dyn std::error::Error + Send + Sync>) -> Error {

@@ -17,6 +17,7 @@ pub enum Patch {
 }
 
 impl Patch {
+    /// The `Content-Type` the PATCH is sent with.
     pub fn content_type(&self) -> &'static str {
         match self {
             Patch::Merge(_) => "application/merge-patch+json",
@@ -25,6 +26,7 @@ impl Patch {
         }
     }
 
+    /// The patch document itself.
     pub fn body(&self) -> &Value {
         match self {
             Patch::Merge(body) | Patch::Json(body) | Patch::Strategic(body) => body,
@@ -48,8 +50,10 @@ pub enum PropagationPolicy {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Preconditions {
+    /// The uid the object must still have (not a new object of the same name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uid: Option<String>,
+    /// The resourceVersion the object must still be at (nobody changed it since).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_version: Option<String>,
 }
@@ -61,8 +65,10 @@ pub struct DeleteParams {
     /// Seconds before a pod is removed (0: at once); the kind's default when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grace_period_seconds: Option<i64>,
+    /// What happens to the object's dependents; the kind's default when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub propagation_policy: Option<PropagationPolicy>,
+    /// Conditions the object must meet for the delete to happen.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preconditions: Option<Preconditions>,
 }

@@ -8,12 +8,21 @@ use std::path::{Path, PathBuf};
 
 use listwatch_client::{Auth, Config};
 
+/// Why a kubeconfig cannot be used for a run.
 #[derive(Debug, thiserror::Error)]
 pub enum KubeconfigError {
+    /// The token file the context names could not be read.
     #[error("reading {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        /// The token file.
+        path: PathBuf,
+        /// Why it could not be read.
+        source: std::io::Error,
+    },
+    /// The client crate's loader refused the kubeconfig.
     #[error("{0}")]
     Load(#[from] listwatch_client::Error),
+    /// The current context lacks what a run needs (e.g. a server URL).
     #[error("{0}")]
     Incomplete(String),
 }

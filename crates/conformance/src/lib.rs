@@ -62,6 +62,7 @@ pub struct Check {
     pub summary: &'static str,
     /// Whether it disturbs the whole server (compaction, cache resets) and so must run alone.
     pub exclusive: bool,
+    /// Runs the check against the target.
     pub run: fn(&Target) -> BoxFuture<'_, Result<(), CheckFailure>>,
 }
 
@@ -76,20 +77,31 @@ impl std::fmt::Debug for Check {
 pub enum CheckFailure {
     /// The server broke the protocol (or could not be talked to): what was expected, and the
     /// offending bytes, event or response as evidence.
-    Failed { why: String, evidence: Option<String> },
+    Failed {
+        /// What was expected and what happened instead.
+        why: String,
+        /// The offending bytes, event or response, when there are any.
+        evidence: Option<String>,
+    },
     /// The check could not be carried out against this server; never a verdict.
-    Skipped { why: String },
+    Skipped {
+        /// Why the check could not be carried out.
+        why: String,
+    },
 }
 
 impl CheckFailure {
+    /// The server broke the protocol; `why` says how.
     pub fn failed(why: impl Into<String>) -> CheckFailure {
         CheckFailure::Failed { why: why.into(), evidence: None }
     }
 
+    /// The server broke the protocol; `evidence` is what it sent.
     pub fn failed_with(why: impl Into<String>, evidence: impl Into<String>) -> CheckFailure {
         CheckFailure::Failed { why: why.into(), evidence: Some(evidence.into()) }
     }
 
+    /// The check cannot be carried out against this server; `why` says why.
     pub fn skipped(why: impl Into<String>) -> CheckFailure {
         CheckFailure::Skipped { why: why.into() }
     }

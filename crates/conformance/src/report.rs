@@ -9,14 +9,18 @@ use crate::CheckFailure;
 /// What became of one check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
+    /// The server behaved as the protocol says.
     Passed,
     /// The server broke the protocol: why, and the offending bytes, event or response.
     Failed {
+        /// What the server did wrong.
         why: String,
+        /// The offending bytes, event or response, when there are any.
         evidence: Option<String>,
     },
     /// The check could not be carried out against this server.
     Skipped {
+        /// Why it could not be carried out (e.g. the server lacks a feature).
         why: String,
     },
 }
@@ -30,35 +34,47 @@ impl Outcome {
     }
 }
 
+/// The result of one check.
 #[derive(Clone, Debug)]
 pub struct CheckResult {
+    /// The check's unique name ([`Check::name`](crate::Check::name)).
     pub name: String,
+    /// The spec section it comes from (`§11.3`).
     pub section: &'static str,
+    /// Whether it passed, failed or was skipped.
     pub outcome: Outcome,
+    /// How long it ran.
     pub elapsed: Duration,
 }
 
+/// The results of a whole run, in the order the checks ran.
 #[derive(Clone, Debug)]
 pub struct Report {
+    /// One result per check.
     pub results: Vec<CheckResult>,
+    /// How long the whole run took.
     pub elapsed: Duration,
     /// Set when the run's namespace could not be deleted afterwards (not a check failure).
     pub cleanup_problem: Option<String>,
 }
 
 impl Report {
+    /// The checks that passed.
     pub fn passed(&self) -> impl Iterator<Item = &CheckResult> {
         self.results.iter().filter(|r| r.outcome == Outcome::Passed)
     }
 
+    /// The checks that failed.
     pub fn failed(&self) -> impl Iterator<Item = &CheckResult> {
         self.results.iter().filter(|r| matches!(r.outcome, Outcome::Failed { .. }))
     }
 
+    /// The checks that could not be carried out.
     pub fn skipped(&self) -> impl Iterator<Item = &CheckResult> {
         self.results.iter().filter(|r| matches!(r.outcome, Outcome::Skipped { .. }))
     }
 
+    /// Whether no check failed (skipped ones do not count against it).
     pub fn all_passed(&self) -> bool {
         self.failed().next().is_none()
     }

@@ -7,16 +7,21 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::kubeconfig::{Kubeconfig, KubeconfigError};
 
+/// Why a [`Target`] could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
+    /// The kubeconfig could not be read or has no usable context.
     #[error(transparent)]
     Kubeconfig(#[from] KubeconfigError),
+    /// The server URL is not `http://` or `https://`.
     #[error("server URL {0:?} is not an http:// or https:// URL")]
     BadUrl(String),
     #[error(
         "{0} is an https:// URL but this build has no TLS; rebuild with `--features tls`, or put `kubectl proxy` in front of the server and use its http:// URL"
     )]
+    /// An `https://` server, and this build has no TLS.
     NoTls(String),
+    /// The HTTP client could not be built (e.g. unusable TLS material).
     #[error("building the HTTP client: {0}")]
     Client(#[from] reqwest::Error),
 }
@@ -67,16 +72,19 @@ impl Target {
         Target::build(config)
     }
 
+    /// Authenticates with this bearer token.
     pub fn with_token(mut self, token: impl Into<String>) -> Target {
         self.token = Some(token.into());
         self
     }
 
+    /// Whether checks may use `/debug/listwatch/*` (listwatch started with `--enable-debug-api`).
     pub fn with_debug_api(mut self, enabled: bool) -> Target {
         self.debug_api = enabled;
         self
     }
 
+    /// Runs in `namespace` instead of a fresh one; it is created, filled and deleted all the same.
     pub fn with_namespace(mut self, namespace: impl Into<String>) -> Target {
         self.namespace = namespace.into();
         self

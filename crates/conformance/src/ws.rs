@@ -153,9 +153,8 @@ impl WsWatch {
     pub async fn read(&mut self, within: Duration) -> Result<WsRead, CheckFailure> {
         let deadline = tokio::time::Instant::now() + within;
         loop {
-            let next = match tokio::time::timeout_at(deadline, self.socket.next()).await {
-                Err(_) => return Ok(WsRead::TimedOut),
-                Ok(next) => next,
+            let Ok(next) = tokio::time::timeout_at(deadline, self.socket.next()).await else {
+                return Ok(WsRead::TimedOut);
             };
             let message = match next {
                 None | Some(Err(WsError::ConnectionClosed | WsError::AlreadyClosed)) => {

@@ -38,11 +38,14 @@ pub(crate) mod slot {
 /// Encodes objects and lists for one request.
 #[derive(Clone)]
 pub struct Encoder {
+    /// The resource whose objects are encoded (its kind, list kind and printer columns).
     pub resource: &'static Resource,
+    /// The format the request negotiated: wire format and representation.
     pub media: MediaType,
 }
 
 impl Encoder {
+    /// An encoder for objects of `resource` in `media`.
     pub fn new(resource: &'static Resource, media: MediaType) -> Encoder {
         Encoder { resource, media }
     }
@@ -83,8 +86,7 @@ impl Encoder {
             Output::PartialObjectMetadata { v1beta1 } | Output::PartialObjectMetadataList { v1beta1 } => {
                 let version = if *v1beta1 { "v1beta1" } else { "v1" };
                 let mut pieces = vec![Bytes::from(format!(
-                    "{{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/{version}\",\"metadata\":{},\"items\":[",
-                    meta
+                    "{{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/{version}\",\"metadata\":{meta},\"items\":["
                 ))];
                 for (i, o) in items.iter().enumerate() {
                     if i > 0 {
@@ -123,11 +125,14 @@ impl Encoder {
 
 /// An encoded list: pieces to write one after another (zero-copy), or one buffer.
 pub enum EncodedList {
+    /// Pieces that concatenate to the list (shared item encodings, not copied).
     Pieces(Vec<Bytes>),
+    /// The whole list in one buffer.
     One(Bytes),
 }
 
 impl EncodedList {
+    /// The list as pieces to write in order.
     pub fn into_pieces(self) -> Vec<Bytes> {
         match self {
             EncodedList::Pieces(p) => p,
@@ -143,6 +148,7 @@ impl EncodedList {
         }
     }
 
+    /// The encoded size in bytes.
     pub fn len(&self) -> usize {
         match self {
             EncodedList::One(b) => b.len(),
@@ -150,6 +156,7 @@ impl EncodedList {
         }
     }
 
+    /// Whether the encoding is zero bytes long.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -190,10 +197,12 @@ pub struct EventEncoder {
 }
 
 impl EventEncoder {
+    /// Event encoding for one watch, in `encoder`'s format.
     pub fn new(encoder: Encoder) -> EventEncoder {
         EventEncoder { encoder, table_header_sent: false }
     }
 
+    /// The object encoder the events wrap.
     pub fn encoder(&self) -> &Encoder {
         &self.encoder
     }

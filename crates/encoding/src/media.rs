@@ -11,19 +11,26 @@ use listwatch_meta::{ApiError, Resource};
 /// The wire format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wire {
+    /// JSON (`application/json`).
     Json,
+    /// Kubernetes protobuf (`application/vnd.kubernetes.protobuf`), for built-in kinds with a
+    /// schema.
     Protobuf,
 }
 
 /// What a Table row carries as its object (`includeObject`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IncludeObject {
+    /// No object: the row has only its cells.
     None,
+    /// The object's metadata as a `PartialObjectMetadata` (kube's default).
     Metadata,
+    /// The whole object.
     Object,
 }
 
 impl IncludeObject {
+    /// The value of an `includeObject` parameter (empty means `Metadata`); `None` if unknown.
     pub fn parse(s: &str) -> Option<IncludeObject> {
         match s {
             "None" => Some(IncludeObject::None),
@@ -37,19 +44,38 @@ impl IncludeObject {
 /// The representation of the response body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Output {
+    /// The object or list itself.
     Object,
-    Table { v1beta1: bool, include: IncludeObject },
-    PartialObjectMetadata { v1beta1: bool },
-    PartialObjectMetadataList { v1beta1: bool },
+    /// A `meta.k8s.io` Table (server-side printing, as kubectl asks for it).
+    Table {
+        /// `v1beta1` instead of `v1` (older kubectls ask for it).
+        v1beta1: bool,
+        /// What each row carries as its object.
+        include: IncludeObject,
+    },
+    /// The object's metadata only, as a `PartialObjectMetadata`.
+    PartialObjectMetadata {
+        /// `v1beta1` instead of `v1`.
+        v1beta1: bool,
+    },
+    /// The metadata of each item of a list, as a `PartialObjectMetadataList`.
+    PartialObjectMetadataList {
+        /// `v1beta1` instead of `v1`.
+        v1beta1: bool,
+    },
 }
 
+/// A negotiated response format: the wire format and the representation in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MediaType {
+    /// How the body is encoded.
     pub wire: Wire,
+    /// What the body represents.
     pub output: Output,
 }
 
 impl MediaType {
+    /// Plain JSON of the object itself: what a request without `Accept` gets.
     pub const JSON: MediaType = MediaType { wire: Wire::Json, output: Output::Object };
 
     /// `Content-Type` of a non-streaming response.
@@ -94,6 +120,7 @@ pub enum Target {
 /// The outcome of negotiation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Negotiated {
+    /// The media type chosen.
     pub media: MediaType,
 }
 
@@ -165,7 +192,7 @@ fn negotiate_for(accept: Option<&str>, resource: &Resource, target: Target) -> R
 
 fn acceptable(range: &Range, resource: &Resource, target: Target) -> Option<MediaType> {
     let wire = match (range.type_, range.subtype) {
-        ("application", "json") | ("*", "*") | ("application", "*") => Wire::Json,
+        ("application", "json" | "*") | ("*", "*") => Wire::Json,
         ("application", "vnd.kubernetes.protobuf") if has_schema(resource) => Wire::Protobuf,
         _ => return None,
     };

@@ -11,7 +11,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use listwatch_meta::object::lookup;
 use listwatch_meta::registry::{Cell, PrinterColumn};
 use listwatch_meta::{Object, Resource};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::{IncludeObject, metadata_json, slot};
 
@@ -211,7 +211,7 @@ fn cell(cell: Cell, object: &Object, v: &Value) -> Value {
         Cell::Int(path) => Value::from(int(v, path)),
         Cell::ListLen(path) => Value::from(lookup(v, path).and_then(Value::as_array).map_or(0, Vec::len)),
         Cell::MapLen(a, b) => {
-            let len = |p| lookup(v, p).and_then(Value::as_object).map_or(0, |m| m.len());
+            let len = |p| lookup(v, p).and_then(Value::as_object).map_or(0, Map::len);
             Value::from(len(a) + len(b))
         }
         Cell::PodReady | Cell::PodStatus | Cell::PodRestarts => {

@@ -44,6 +44,7 @@ const METADATA_ORDER: &[&str] = &[
     "managedFields",
 ];
 
+/// Why stored or sent bytes are not an object: not JSON, not an object, or a bad metadata field.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("cannot decode object: {0}")]
 pub struct DecodeError(pub String);
@@ -117,18 +118,23 @@ impl Object {
         Object::from_value(resource, self.value(), resource_version).expect("re-stamping a decoded object")
     }
 
+    /// `metadata.namespace`; empty for cluster-scoped objects.
     pub fn namespace(&self) -> &str {
         &self.namespace
     }
+    /// `metadata.name`.
     pub fn name(&self) -> &str {
         &self.name
     }
+    /// `metadata.uid`; empty when not set.
     pub fn uid(&self) -> &str {
         &self.uid
     }
+    /// The revision of this version (its storage `mod_revision`).
     pub fn resource_version(&self) -> i64 {
         self.resource_version
     }
+    /// `metadata.labels`, for label selectors.
     pub fn labels(&self) -> Option<&Map<String, Value>> {
         self.labels.as_ref()
     }

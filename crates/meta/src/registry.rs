@@ -16,6 +16,7 @@ pub enum Subresource {
 }
 
 impl Subresource {
+    /// The path segment after the object (`status`, `scale`).
     pub fn name(self) -> &'static str {
         match self {
             Subresource::Status => "status",
@@ -27,7 +28,9 @@ impl Subresource {
 /// How a printer column's cell is computed (server-side printing, `as=Table`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cell {
+    /// The object's name.
     Name,
+    /// How long ago the object was created (`5m`, `3d`).
     Age,
     /// A value at a dotted path in the object (`status.phase`), or `<none>`.
     Path(&'static str),
@@ -37,8 +40,11 @@ pub enum Cell {
     ListLen(&'static str),
     /// Number of keys of a map at a path plus those of a second one (configmaps: data + binaryData).
     MapLen(&'static str, &'static str),
+    /// `ready/total` containers of a Pod.
     PodReady,
+    /// A Pod's status as kubectl sums it up (its phase, or the reason a container waits).
     PodStatus,
+    /// How often a Pod's containers restarted, in total.
     PodRestarts,
     /// `ready/desired` of a Deployment or ReplicaSet.
     ReadyOfDesired,
@@ -48,6 +54,7 @@ pub enum Cell {
     ServicePorts,
     /// External IPs of a Service (`<none>` for most).
     ServiceExternalIp,
+    /// The addresses and ports of an Endpoints object (`<none>` when it has none).
     EndpointsAddresses,
     /// A Node's Ready condition.
     NodeStatus,
@@ -58,13 +65,17 @@ pub enum Cell {
 /// One column of the table kubectl prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PrinterColumn {
+    /// The column header (`Name`, `Age`).
     pub name: &'static str,
     /// OpenAPI type: `string`, `integer`, `date`...
     pub type_: &'static str,
+    /// OpenAPI format of the cells (`name` for the Name column), or empty.
     pub format: &'static str,
+    /// What the column shows, as kube's OpenAPI describes the field.
     pub description: &'static str,
     /// 0 = shown by default; 1 = only with `-o wide`.
     pub priority: i32,
+    /// How each row's cell is computed.
     pub cell: Cell,
 }
 
@@ -94,25 +105,34 @@ const AGE: PrinterColumn = PrinterColumn {
 pub struct Resource {
     /// API group (`""` for core).
     pub group: &'static str,
+    /// The API version served (`v1`).
     pub version: &'static str,
     /// Plural, lower-case: the URL segment (`pods`).
     pub plural: &'static str,
+    /// Singular, lower-case (`pod`): discovery's `singularName`, which kubectl accepts.
     pub singular: &'static str,
+    /// The kind of its objects (`Pod`).
     pub kind: &'static str,
+    /// The abbreviations kubectl accepts (`po`, `cm`).
     pub short_names: &'static [&'static str],
+    /// The groups `kubectl get <category>` expands to (`all`).
     pub categories: &'static [&'static str],
+    /// Whether objects live in namespaces.
     pub namespaced: bool,
     /// Discovery verbs.
     pub verbs: &'static [&'static str],
+    /// The subresources served besides the main resource.
     pub subresources: &'static [Subresource],
     /// Key prefix under the storage root, as kube-apiserver lays it out (no group for built-in
     /// resources; special prefixes for services, endpoints, nodes).
     pub storage_prefix: &'static str,
     /// Field selectors this kind supports besides `metadata.name` / `metadata.namespace`.
     pub selectable_fields: &'static [&'static str],
+    /// The columns of the table server-side printing makes (`as=Table`).
     pub printer_columns: &'static [PrinterColumn],
     /// DELETE answers with the object (pods, serviceaccounts) rather than a `Status`.
     pub delete_returns_object: bool,
+    /// Which rule object names must follow.
     pub name_rule: NameRule,
     /// Served from the watch cache by default (`events` is not, as upstream).
     pub watch_cache: bool,
@@ -138,18 +158,22 @@ impl Resource {
         self.group_version()
     }
 
+    /// The kind of a list of these objects (`PodList`).
     pub fn list_kind(&self) -> String {
         format!("{}List", self.kind)
     }
 
+    /// The resource as kube names it in messages (`pods`, `deployments.apps`).
     pub fn group_resource(&self) -> crate::status::GroupResource {
         crate::status::GroupResource::new(self.group, self.plural)
     }
 
+    /// Whether the resource offers `sub` (`/status`, `/scale`).
     pub fn has_subresource(&self, sub: Subresource) -> bool {
         self.subresources.contains(&sub)
     }
 
+    /// Whether discovery lists `verb` for the resource.
     pub fn has_verb(&self, verb: &str) -> bool {
         self.verbs.contains(&verb)
     }
@@ -337,14 +361,17 @@ pub static BUILTIN: &[Resource] = &[
 pub struct Registry;
 
 impl Registry {
+    /// Every resource served, in registration order.
     pub fn resources(&self) -> &'static [Resource] {
         BUILTIN
     }
 
+    /// The resource served at `/apis/<group>/<version>/<plural>` (or `/api/v1/<plural>`).
     pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
         BUILTIN.iter().find(|r| r.group == group && r.version == version && r.plural == plural)
     }
 
+    /// The resource whose objects have `kind` in `group`.
     pub fn find_kind(&self, group: &str, kind: &str) -> Option<&'static Resource> {
         BUILTIN.iter().find(|r| r.group == group && r.kind == kind)
     }

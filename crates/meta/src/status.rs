@@ -12,17 +12,25 @@ use crate::validation::go_quote;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
+    /// Always `Status`.
     pub kind: String,
+    /// Always `v1`.
     pub api_version: String,
+    /// List metadata; kube sets only `continue`, on an expired continue token.
     pub metadata: StatusListMeta,
+    /// `Success` or `Failure`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// What went wrong, for people.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
+    /// What went wrong, for programs (`NotFound`, `Conflict`, `Invalid`, ...); empty on success.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+    /// The object the error is about, and for some errors its causes or a retry delay.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<StatusDetails>,
+    /// The HTTP status code it is answered with; 0 on success.
     #[serde(default, skip_serializing_if = "is_zero_code")]
     pub code: u16,
 }
@@ -34,23 +42,31 @@ fn is_zero_code(code: &u16) -> bool {
 /// The list metadata a Status carries (only `continue` is ever set, on an expired continue).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatusListMeta {
+    /// The continue token to start over with after an expired one.
     #[serde(rename = "continue", default, skip_serializing_if = "Option::is_none")]
     pub continue_token: Option<String>,
 }
 
+/// `metav1.StatusDetails`: which object an error is about, and why.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusDetails {
+    /// The object's name, when the error is about one object.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// The object's API group (empty for the core group).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub group: String,
+    /// The object's resource (kube puts the plural here, e.g. `pods`) or kind.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub kind: String,
+    /// The object's uid, when known.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,
+    /// The individual failures (one per invalid field, for a 422).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub causes: Vec<StatusCause>,
+    /// How long to wait before retrying (for 429s and timeouts); 0 when not set.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retry_after_seconds: u32,
 }
@@ -62,15 +78,19 @@ fn is_zero(n: &u32) -> bool {
 /// One cause of an error: for 422s, a field and what is wrong with it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StatusCause {
+    /// The kind of failure (`FieldValueInvalid`, `FieldValueRequired`, ...).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+    /// The failure, for people.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
+    /// The JSON path of the field (`metadata.name`); empty when the cause is not about a field.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub field: String,
 }
 
 impl StatusCause {
+    /// A cause from its three parts, as kube lists them.
     pub fn new(reason: &str, message: impl Into<String>, field: &str) -> Self {
         StatusCause { reason: reason.into(), message: message.into(), field: field.into() }
     }
@@ -104,6 +124,7 @@ impl Status {
         }
     }
 
+    /// The Status as the JSON body of a response.
     pub fn to_json(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("a Status always serializes")
     }
@@ -112,11 +133,14 @@ impl Status {
 /// `resource` or `resource.group`, as kube names a resource in messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupResource {
+    /// The API group; empty for the core group.
     pub group: String,
+    /// The lowercase plural (`configmaps`).
     pub resource: String,
 }
 
 impl GroupResource {
+    /// A resource in a group, as the API spells them.
     pub fn new(group: &str, resource: &str) -> Self {
         GroupResource { group: group.into(), resource: resource.into() }
     }
@@ -142,14 +166,17 @@ impl ApiError {
         ApiError(Box::new(Status::failure(code, reason, message, details)))
     }
 
+    /// The HTTP status code to answer with.
     pub fn code(&self) -> u16 {
         self.0.code
     }
 
+    /// kube's machine-readable reason (`NotFound`, `Conflict`, ...).
     pub fn reason(&self) -> &str {
         &self.0.reason
     }
 
+    /// The whole Status, to answer as the body.
     pub fn status(&self) -> &Status {
         &self.0
     }

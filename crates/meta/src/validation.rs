@@ -39,11 +39,12 @@
 //! `pkg/api/validation/objectmeta.go`, `pkg/api/validation/path/name.go` and
 //! `k8s.io/apiserver` `pkg/storage/names/generate.go`.
 
-use std::fmt;
-
 use rand::Rng;
 
-use crate::status::{ApiError, StatusCause};
+mod field_error;
+mod quote;
+pub use field_error::*;
+pub use quote::*;
 
 /// Longest DNS-1123 label (RFC 1123 host name label).
 pub const DNS1123_LABEL_MAX_LENGTH: usize = 63;
@@ -220,7 +221,7 @@ impl NameRule {
     /// `group` (`""` for the core group), for Kubernetes 1.36 and later.
     pub fn for_resource(group: &str, resource: &str) -> NameRule {
         match (group, resource) {
-            ("", "namespaces") | ("", "services") => NameRule::Label,
+            ("", "namespaces" | "services") => NameRule::Label,
             ("rbac.authorization.k8s.io", "roles" | "clusterroles" | "rolebindings" | "clusterrolebindings") => {
                 NameRule::PathSegment
             }
@@ -261,194 +262,6 @@ fn mask_trailing_dash(name: &str) -> String {
     // boundary so the (still invalid) result stays a string.
     let keep = (0..=keep).rev().find(|&i| name.is_char_boundary(i)).unwrap_or(0);
     format!("{}a", &name[..keep])
-}
-
-/// The kind of a field error, as kube names it in a Status cause's `reason`
-/// (`field.ErrorType`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FieldErrorType {
-    /// `FieldValueNotFound`
-    NotFound,
-    /// `FieldValueRequired`
-    Required,
-    /// `FieldValueDuplicate`
-    Duplicate,
-    /// `FieldValueInvalid`
-    Invalid,
-    /// `FieldValueNotSupported`
-    NotSupported,
-    /// `FieldValueForbidden`
-    Forbidden,
-    /// `FieldValueTooLong`
-    TooLong,
-    /// `FieldValueTooMany`
-    TooMany,
-    /// `InternalError`
-    Internal,
-    /// `FieldValueTypeInvalid`
-    TypeInvalid,
-}
-
-impl FieldErrorType {
-    /// The machine-readable name, used as the cause's `reason`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FieldErrorType::NotFound => "FieldValueNotFound",
-            FieldErrorType::Required => "FieldValueRequired",
-            FieldErrorType::Duplicate => "FieldValueDuplicate",
-            FieldErrorType::Invalid => "FieldValueInvalid",
-            FieldErrorType::NotSupported => "FieldValueNotSupported",
-            FieldErrorType::Forbidden => "FieldValueForbidden",
-            FieldErrorType::TooLong => "FieldValueTooLong",
-            FieldErrorType::TooMany => "FieldValueTooMany",
-            FieldErrorType::Internal => "InternalError",
-            FieldErrorType::TypeInvalid => "FieldValueTypeInvalid",
-        }
-    }
-
-    /// The human-readable name that starts the message (`ErrorType.String`).
-    pub fn label(self) -> &'static str {
-        match self {
-            FieldErrorType::NotFound => "Not found",
-            FieldErrorType::Required => "Required value",
-            FieldErrorType::Duplicate => "Duplicate value",
-            FieldErrorType::Invalid | FieldErrorType::TypeInvalid => "Invalid value",
-            FieldErrorType::NotSupported => "Unsupported value",
-            FieldErrorType::Forbidden => "Forbidden",
-            FieldErrorType::TooLong => "Too long",
-            FieldErrorType::TooMany => "Too many",
-            FieldErrorType::Internal => "Internal error",
-        }
-    }
-}
-
-impl fmt::Display for FieldErrorType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One field-level validation failure: a Status cause
-/// `{"reason": error_type, "message": message, "field": field}`.
-///
-/// `message` is kube's `ErrorBody()`, e.g. `Invalid value: "Foo": a lowercase
-/// RFC 1123 subdomain ...`; `Display` is kube's `Error()`: `field: message`,
-/// which is how the error appears inside the Status `message`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct FieldError {
-    /// JSON path of the field, e.g. `metadata.name`.
-    pub field: String,
-    /// What kind of failure it is.
-    pub error_type: FieldErrorType,
-    /// The cause message, without the field.
-    pub message: String,
-}
-
-impl FieldError {
-    /// `field.Invalid` for a string value: `Invalid value: "<value>": <detail>`.
-    pub fn invalid(field: impl Into<String>, value: &str, detail: &str) -> FieldError {
-        FieldError::with_value(field, FieldErrorType::Invalid, &go_quote(value), detail)
-    }
-
-    /// `field.Invalid` for a value kube prints without quotes (an integer, or a
-    /// Go `%#v` rendering such as `[]string{"x"}`): `Invalid value: <value>: <detail>`.
-    pub fn invalid_raw(field: impl Into<String>, value: &str, detail: &str) -> FieldError {
-        FieldError::with_value(field, FieldErrorType::Invalid, value, detail)
-    }
-
-    /// `field.NotSupported`: `Unsupported value: <value>: supported values: "a", "b"`,
-    /// `value` already rendered as kube prints it (see [`FieldError::invalid_raw`]).
-    pub fn not_supported(field: impl Into<String>, value: &str, supported: &[&str]) -> FieldError {
-        let detail = if supported.is_empty() {
-            String::new()
-        } else {
-            let quoted: Vec<String> = supported.iter().map(|v| go_quote(v)).collect();
-            format!("supported values: {}", quoted.join(", "))
-        };
-        FieldError::with_value(field, FieldErrorType::NotSupported, value, &detail)
-    }
-
-    /// `field.Duplicate` for a string value: `Duplicate value: "<value>"`.
-    pub fn duplicate(field: impl Into<String>, value: &str) -> FieldError {
-        FieldError::with_value(field, FieldErrorType::Duplicate, &go_quote(value), "")
-    }
-
-    /// `field.TooLong`: `Too long: may not be more than <max> bytes` (the value is never shown).
-    pub fn too_long(field: impl Into<String>, max_bytes: usize) -> FieldError {
-        let unit = if max_bytes == 1 { "byte" } else { "bytes" };
-        FieldError::without_value(field, FieldErrorType::TooLong, &format!("may not be more than {max_bytes} {unit}"))
-    }
-
-    fn with_value(field: impl Into<String>, error_type: FieldErrorType, value: &str, detail: &str) -> FieldError {
-        let mut message = format!("{}: {value}", error_type.label());
-        if !detail.is_empty() {
-            message.push_str(": ");
-            message.push_str(detail);
-        }
-        FieldError { field: field.into(), error_type, message }
-    }
-
-    /// `field.Required`: `Required value` or `Required value: <detail>`.
-    pub fn required(field: impl Into<String>, detail: &str) -> FieldError {
-        FieldError::without_value(field, FieldErrorType::Required, detail)
-    }
-
-    /// `field.Forbidden`: `Forbidden` or `Forbidden: <detail>`.
-    pub fn forbidden(field: impl Into<String>, detail: &str) -> FieldError {
-        FieldError::without_value(field, FieldErrorType::Forbidden, detail)
-    }
-
-    fn without_value(field: impl Into<String>, error_type: FieldErrorType, detail: &str) -> FieldError {
-        let mut message = error_type.label().to_owned();
-        if !detail.is_empty() {
-            message.push_str(": ");
-            message.push_str(detail);
-        }
-        FieldError { field: field.into(), error_type, message }
-    }
-
-    /// The `(field, reason, message)` triple of a Status cause.
-    pub fn as_cause(&self) -> (&str, &str, &str) {
-        (&self.field, self.error_type.as_str(), &self.message)
-    }
-
-    /// How kube prints a list of field errors inside a Status message
-    /// (`ErrorList.ToAggregate().Error()`): duplicates dropped, one error as
-    /// is, several as `[a, b]`. kube's 422 message is then
-    /// `<Kind> "<name>" is invalid: <aggregate>`.
-    pub fn aggregate(errors: &[FieldError]) -> String {
-        let mut seen: Vec<String> = Vec::new();
-        for error in errors {
-            let text = error.to_string();
-            if !seen.contains(&text) {
-                seen.push(text);
-            }
-        }
-        match seen.len() {
-            1 => seen.remove(0),
-            _ => format!("[{}]", seen.join(", ")),
-        }
-    }
-}
-
-/// kube's `errors.NewInvalid(kind, name, errors)`: the 422 `Invalid` Status with one cause per
-/// error (duplicates kept, as kube keeps them) and the message
-/// `<Kind>[.group] "<name>" is invalid: <aggregate>`.
-pub fn invalid_error(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> ApiError {
-    let causes = errors
-        .iter()
-        .map(|e| {
-            let (field, reason, message) = e.as_cause();
-            StatusCause::new(reason, message, field)
-        })
-        .collect();
-    ApiError::invalid(group, kind, name, causes)
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
-    }
 }
 
 /// The name checks of kube's `ValidateObjectMetaAccessor` for a create:
@@ -494,84 +307,6 @@ pub fn generate_name_with<R: Rng + ?Sized>(base: &str, rng: &mut R) -> String {
         name.push(char::from(alphabet[rng.random_range(0..alphabet.len())]));
     }
     name
-}
-
-/// Go's `strconv.Quote`, i.e. the `%q` verb kube uses to show values in
-/// messages: double quotes, `\"` and `\\`, the short escapes `\a \b \f \n \r
-/// \t \v`, `\xHH` for other control bytes, `\uHHHH` / `\UHHHHHHHH` for other
-/// unprintable characters, and every printable character as is.
-///
-/// Go decides printability with Unicode tables (`strconv.IsPrint`); this uses
-/// an approximation that agrees for ASCII, control and format characters,
-/// non-ASCII spaces and private-use characters, and treats unassigned code
-/// points as printable where Go would escape them.
-pub fn go_quote(value: &str) -> String {
-    let mut out = String::with_capacity(value.len() + 2);
-    out.push('"');
-    for c in value.chars() {
-        push_go_escaped(&mut out, c, '"');
-    }
-    out.push('"');
-    out
-}
-
-/// Appends `c` as `strconv.Quote` writes it inside a literal delimited by `quote`.
-pub(crate) fn push_go_escaped(out: &mut String, c: char, quote: char) {
-    use std::fmt::Write as _;
-    match c {
-        '\\' => out.push_str("\\\\"),
-        c if c == quote => {
-            out.push('\\');
-            out.push(c);
-        }
-        c if is_go_printable(c) => out.push(c),
-        '\u{7}' => out.push_str("\\a"),
-        '\u{8}' => out.push_str("\\b"),
-        '\u{c}' => out.push_str("\\f"),
-        '\n' => out.push_str("\\n"),
-        '\r' => out.push_str("\\r"),
-        '\t' => out.push_str("\\t"),
-        '\u{b}' => out.push_str("\\v"),
-        c if (c as u32) < 0x20 || c == '\u{7f}' => {
-            let _ = write!(out, "\\x{:02x}", c as u32);
-        }
-        c if (c as u32) < 0x10000 => {
-            let _ = write!(out, "\\u{:04x}", c as u32);
-        }
-        c => {
-            let _ = write!(out, "\\U{:08x}", c as u32);
-        }
-    }
-}
-
-/// An approximation of Go's `strconv.IsPrint` (see [`go_quote`]).
-pub(crate) fn is_go_printable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    if c.is_control() || c.is_whitespace() {
-        return false;
-    }
-    let code = c as u32;
-    let is_format = matches!(
-        code,
-        0xAD | 0x600..=0x605
-            | 0x61C
-            | 0x6DD
-            | 0x70F
-            | 0x180E
-            | 0x200B..=0x200F
-            | 0x202A..=0x202E
-            | 0x2060..=0x2064
-            | 0x2066..=0x206F
-            | 0xFEFF
-            | 0xFFF9..=0xFFFB
-    );
-    let is_private_or_noncharacter = matches!(
-        code,
-        0xE000..=0xF8FF | 0xF0000..=0x10FFFF | 0xFDD0..=0xFDEF
-    ) || (code & 0xFFFE) == 0xFFFE;
-    !is_format && !is_private_or_noncharacter
 }
 
 #[cfg(test)]
@@ -775,18 +510,6 @@ mod tests {
     }
 
     #[test]
-    fn aggregate_formats_like_kube() {
-        let one = FieldError::required("metadata.name", "");
-        assert_eq!(one.to_string(), "metadata.name: Required value");
-        assert_eq!(FieldError::aggregate(std::slice::from_ref(&one)), "metadata.name: Required value");
-        let two = FieldError::forbidden("metadata.namespace", "not allowed on this type");
-        assert_eq!(
-            FieldError::aggregate(&[one.clone(), two, one]),
-            "[metadata.name: Required value, metadata.namespace: Forbidden: not allowed on this type]"
-        );
-    }
-
-    #[test]
     fn generated_names_follow_kube() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let name = generate_name_with("web-", &mut rng);
@@ -805,18 +528,5 @@ mod tests {
         let name = generate_name_with(&base, &mut rng);
         assert_eq!(name.len(), 57 + 5);
         assert_eq!(generate_name("x").len(), 6);
-    }
-
-    #[test]
-    fn go_quote_matches_strconv_quote() {
-        assert_eq!(go_quote("Foo"), "\"Foo\"");
-        assert_eq!(go_quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
-        assert_eq!(go_quote("\n\t\r\u{7}\u{8}\u{c}\u{b}"), "\"\\n\\t\\r\\a\\b\\f\\v\"");
-        assert_eq!(go_quote("\u{0}\u{1f}\u{7f}"), "\"\\x00\\x1f\\x7f\"");
-        assert_eq!(go_quote("héllo 世界"), "\"héllo 世界\"");
-        assert_eq!(go_quote("\u{a0}\u{200b}\u{feff}"), "\"\\u00a0\\u200b\\ufeff\"");
-        assert_eq!(go_quote("\u{85}"), "\"\\u0085\"");
-        assert_eq!(go_quote("\u{10ffff}"), "\"\\U0010ffff\"");
-        assert_eq!(go_quote("'"), "\"'\"");
     }
 }

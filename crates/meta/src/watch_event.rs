@@ -9,15 +9,18 @@ use crate::{ApiError, Object};
 /// One event for one client watch, ready to encode.
 #[derive(Clone, Debug)]
 pub enum WatchEvent {
+    /// An object was created (or, at the start of a watch, exists).
     Added(Arc<Object>),
+    /// An object changed (or started to match the watch's selector); its new state.
     Modified(Arc<Object>),
     /// The last state, with `metadata.resourceVersion` set to the deletion's revision (or,
     /// when the object stopped matching the watch's selector, the update's revision).
     Deleted(Arc<Object>),
-    /// Progress: every event up to `resource_version` has been sent. `initial_events_end`
-    /// marks the end of the initial events of a streaming list.
+    /// Progress: every event up to `resource_version` has been sent.
     Bookmark {
+        /// The revision the watch has reached.
         resource_version: i64,
+        /// Whether this bookmark ends the initial events of a streaming list.
         initial_events_end: bool,
     },
     /// A terminal error (sent as an ERROR event carrying the Status, then the stream ends).

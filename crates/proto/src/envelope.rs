@@ -16,6 +16,7 @@ pub const MAGIC: [u8; 4] = *b"k8s\0";
 pub struct Envelope<'a> {
     /// `v1`, `apps/v1`, ...
     pub api_version: &'a str,
+    /// The object's kind (`Pod`): which message `raw` is.
     pub kind: &'a str,
     /// The kind's own message bytes (when `content_type` is empty).
     pub raw: &'a [u8],
@@ -75,9 +76,11 @@ pub fn unwrap_unknown(bytes: &[u8]) -> Result<Envelope<'_>, ProtoError> {
 /// List metadata for [`encode_list`](crate::encode_list).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ListMeta<'a> {
+    /// The revision the list was read at.
     pub resource_version: &'a str,
     /// The `continue` token; empty when the list is complete.
     pub continue_token: &'a str,
+    /// About how many items the pages after this one hold, when known.
     pub remaining_item_count: Option<i64>,
 }
 

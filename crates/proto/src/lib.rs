@@ -67,6 +67,7 @@ pub use strict::{duplicate_field_error, strict_decoding_message, unknown_field_e
 use path::Path;
 use schema::{SCHEMA, api_version};
 
+/// Why a conversion between JSON and protobuf failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ProtoError {
     /// No protobuf message is compiled in for this group, version and kind.
@@ -80,12 +81,18 @@ pub enum ProtoError {
     Malformed(String),
     /// A JSON value does not fit the schema's type for its field.
     #[error("{path}: {message}")]
-    InvalidJson { path: String, message: String },
+    InvalidJson {
+        /// The field's JSON path (`spec.replicas`).
+        path: String,
+        /// What is wrong with the value, as kube words it.
+        message: String,
+    },
 }
 
 /// The JSON of a decoded object and the fields on the wire that its message does not define.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DecodedObject {
+    /// The object as JSON, as the JSON encoding of its kind would have it.
     pub object: Value,
     /// Paths like `spec.template.#17`: the containing field's JSON path, then `#` and the field
     /// number, since an unknown field has no name. kube-apiserver ignores these (it does not

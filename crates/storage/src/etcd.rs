@@ -11,7 +11,7 @@
 //!   with a probe watch (`compaction_probe`);
 //! * watches that survive broken streams, classify every response themselves, and keep the
 //!   "a progress notification covers every earlier event" promise on etcd versions whose
-//!   requested progress is unreliable: see [`watch`](self::watch) (the submodule).
+//!   requested progress is unreliable: see the `watch` submodule.
 //!
 //! Every unary request has a deadline ([`EtcdOptions::request_timeout`]); a missed deadline, a
 //! connection failure or any error the storage API has no variant for becomes
@@ -29,7 +29,7 @@ use bytes::Bytes;
 use etcd_client::proto::{PbKeyValue, PbTxnOpResponse};
 use etcd_client::{
     Client, CompactionOptions, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, KvClient,
-    MaintenanceClient, Txn, TxnOp, TxnResponse, WatchClient,
+    MaintenanceClient, ResponseHeader, Txn, TxnOp, TxnResponse, WatchClient,
 };
 use parking_lot::Mutex;
 use tracing::debug;
@@ -57,6 +57,7 @@ pub struct EtcdOptions {
     /// HTTP/2 keep-alive ping interval and timeout, so a watch on a dead connection (a frozen or
     /// partitioned member) breaks and resumes instead of hanging (kube-apiserver: 30 s / 10 s).
     pub keep_alive_interval: Duration,
+    /// How long a keep-alive ping may go unanswered before the connection counts as dead.
     pub keep_alive_timeout: Duration,
     /// Largest response accepted. tonic's default (4 MiB) is far too small: a page of 10,000
     /// objects, or a catch-up watch batch (up to 1000 revisions, each event with its previous
@@ -225,7 +226,7 @@ impl Storage for EtcdStore {
             Ok(response) => response,
             Err(failure) => return Err(self.storage_error(failure, None).await),
         };
-        let header_revision = response.header().map_or(0, |h| h.revision());
+        let header_revision = response.header().map_or(0, ResponseHeader::revision);
         Ok(RangeResponse {
             // etcd's header has the current revision even for a read in the past.
             revision: if request.revision > 0 { request.revision } else { header_revision },
@@ -275,7 +276,7 @@ impl Storage for EtcdStore {
                 Ok(response) => response,
                 Err(failure) => return Err(self.storage_error(failure, None).await),
             };
-            let revision = response.header().map_or(0, |h| h.revision());
+            let revision = response.header().map_or(0, ResponseHeader::revision);
             let prev = response.take_prev_kvs().into_iter().next().ok_or(StorageError::NotFound)?;
             return Ok(DeleteResponse { revision, prev: key_value(prev.0) });
         };
@@ -333,7 +334,7 @@ impl Storage for EtcdStore {
         match self.request(self.kv.clone().get(PROBE_KEY, Some(options))).await {
             Ok(response) => response
                 .header()
-                .map(|h| h.revision())
+                .map(ResponseHeader::revision)
                 .ok_or_else(|| StorageError::Unavailable("etcd range response without a header".into())),
             // Only a timeout or a connection failure can get here.
             Err(failure) => Err(StorageError::Unavailable(failure.message())),
@@ -415,7 +416,7 @@ impl Failure {
 fn txn_revision(response: &TxnResponse) -> Result<Revision> {
     response
         .header()
-        .map(|h| h.revision())
+        .map(ResponseHeader::revision)
         .ok_or_else(|| StorageError::Unavailable("etcd transaction response without a header".into()))
 }
 

@@ -8,12 +8,15 @@ use bytes::Bytes;
 /// A store revision (etcd's `mod_revision` / header revision). Always > 0 for real data.
 pub type Revision = i64;
 
+/// What every storage operation returns; the error is a [`StorageError`] unless said otherwise.
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;
 
 /// One key's state at some revision, as etcd's `mvccpb.KeyValue`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct KeyValue {
+    /// The full key (`/registry/<resource>/<namespace>/<name>` for the apiserver's objects).
     pub key: Bytes,
+    /// The stored bytes; empty in a delete event's tombstone.
     pub value: Bytes,
     /// Revision of the key's last creation.
     pub create_revision: Revision,
@@ -38,12 +41,14 @@ impl fmt::Debug for KeyValue {
 /// A key range: one key, or `[start, end)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyRange {
+    /// The first key of the range (inclusive), or the one key.
     pub start: Bytes,
     /// `None` means the single key `start`.
     pub end: Option<Bytes>,
 }
 
 impl KeyRange {
+    /// The single key `key`.
     pub fn key(key: impl Into<Bytes>) -> Self {
         KeyRange { start: key.into(), end: None }
     }
@@ -65,6 +70,7 @@ impl KeyRange {
         matches!(&self.end, Some(end) if end.as_ref() != b"\0" && end[..] <= self.start[..])
     }
 
+    /// Whether `key` falls in the range (etcd's `\0` end meaning "every key from `start` on").
     pub fn contains(&self, key: &[u8]) -> bool {
         match &self.end {
             None => key == &self.start[..],
@@ -92,6 +98,7 @@ pub fn prefix_end(prefix: &[u8]) -> Bytes {
 /// A read of one key or a range.
 #[derive(Clone, Debug)]
 pub struct RangeRequest {
+    /// The key or keys to read.
     pub range: KeyRange,
     /// At most this many key-values (0 = no limit).
     pub limit: i64,
@@ -102,23 +109,28 @@ pub struct RangeRequest {
 }
 
 impl RangeRequest {
+    /// A read of the latest state of `range`, without limit.
     pub fn new(range: KeyRange) -> Self {
         RangeRequest { range, limit: 0, revision: 0, count_only: false }
     }
+    /// At most `limit` key-values (0 = no limit); [`RangeResponse::more`] says whether more remain.
     pub fn limit(mut self, limit: i64) -> Self {
         self.limit = limit;
         self
     }
+    /// Reads the state at `revision` (0 = latest); fails for a compacted or future revision.
     pub fn at_revision(mut self, revision: Revision) -> Self {
         self.revision = revision;
         self
     }
+    /// Counts the keys without returning them.
     pub fn count_only(mut self) -> Self {
         self.count_only = true;
         self
     }
 }
 
+/// What a [`RangeRequest`] read.
 #[derive(Clone, Debug)]
 pub struct RangeResponse {
     /// Key-values in key order.
@@ -133,12 +145,14 @@ pub struct RangeResponse {
     pub more: bool,
 }
 
+/// The result of a create or update.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteResponse {
     /// The revision of this write (the new mod revision of the key).
     pub revision: Revision,
 }
 
+/// The result of a delete.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeleteResponse {
     /// The revision of the deletion.
@@ -147,15 +161,19 @@ pub struct DeleteResponse {
     pub prev: KeyValue,
 }
 
+/// What an [`Event`] did to its key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventKind {
+    /// The key was created or updated.
     Put,
+    /// The key was deleted.
     Delete,
 }
 
 /// One change to one key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
+    /// Whether the key was written or deleted.
     pub kind: EventKind,
     /// The new state. For a delete: a tombstone with only `key` and `mod_revision` (the
     /// deletion's revision) set, as etcd sends it.
@@ -166,6 +184,7 @@ pub struct Event {
 }
 
 impl Event {
+    /// The revision of the change (the key's new `mod_revision`, or the deletion's).
     pub fn revision(&self) -> Revision {
         self.kv.mod_revision
     }
@@ -191,6 +210,7 @@ pub enum WatchResponse {
 /// A watch of a key range.
 #[derive(Clone, Debug)]
 pub struct WatchRequest {
+    /// The key or keys to watch.
     pub range: KeyRange,
     /// First revision to deliver (inclusive); 0 = the current revision + 1.
     pub start_revision: Revision,
@@ -199,9 +219,12 @@ pub struct WatchRequest {
 }
 
 impl WatchRequest {
+    /// A watch of `range` from `start_revision` (0 = only changes after now), without progress
+    /// notifications.
     pub fn new(range: KeyRange, start_revision: Revision) -> Self {
         WatchRequest { range, start_revision, progress_notify: false }
     }
+    /// Asks for periodic progress notifications while no events arrive.
     pub fn with_progress_notify(mut self) -> Self {
         self.progress_notify = true;
         self
@@ -215,6 +238,7 @@ pub struct Watch {
 }
 
 impl Watch {
+    /// A watch from a backend's stream and the way to ask that backend for progress.
     pub fn new(stream: Box<dyn WatchStream>, progress: ProgressRequester) -> Self {
         Watch { stream, progress }
     }
@@ -235,6 +259,7 @@ impl Watch {
 /// The backend half of a [`Watch`].
 #[async_trait::async_trait]
 pub trait WatchStream: Send {
+    /// The next response; `None` once the watch has ended for good (see [`Watch::next`]).
     async fn next(&mut self) -> Option<Result<WatchResponse>>;
 }
 
@@ -244,11 +269,13 @@ pub trait WatchStream: Send {
 pub struct ProgressRequester(Arc<dyn Fn() + Send + Sync>);
 
 impl ProgressRequester {
+    /// A requester that calls `f` each time progress is asked for.
     pub fn new(f: impl Fn() + Send + Sync + 'static) -> Self {
         ProgressRequester(Arc::new(f))
     }
+    /// Asks for a progress notification; returns at once (the backend delivers it later).
     pub fn request(&self) {
-        (self.0)()
+        (self.0)();
     }
 }
 
@@ -289,23 +316,38 @@ impl BackendVersion {
 /// Errors every backend reports the same way.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum StorageError {
+    /// The key does not exist (at the revision read).
     #[error("key not found")]
     NotFound,
+    /// A create found the key already there.
     #[error("key already exists")]
     AlreadyExists,
-    /// The key's mod revision is not the expected one. `current` is its state now (`None` if it
-    /// does not exist), read in the same transaction.
+    /// The key's mod revision is not the expected one.
     #[error("revision mismatch")]
-    Conflict { current: Option<KeyValue> },
+    Conflict {
+        /// The key's state now (`None` if it does not exist), read in the same transaction.
+        current: Option<KeyValue>,
+    },
     /// The requested revision is below the compaction revision.
     #[error("mvcc: required revision has been compacted (compacted at {compact_revision})")]
-    Compacted { compact_revision: Revision },
+    Compacted {
+        /// The oldest revision still readable.
+        compact_revision: Revision,
+    },
     /// The requested revision is above the current revision.
     #[error("mvcc: required revision is a future revision (current {current_revision})")]
-    FutureRevision { current_revision: Revision },
+    FutureRevision {
+        /// The store's newest revision.
+        current_revision: Revision,
+    },
     /// The write is larger than [`MAX_REQUEST_BYTES`](crate::MAX_REQUEST_BYTES).
     #[error("request is too large: {size} bytes, limit {limit}")]
-    ValueTooLarge { size: usize, limit: usize },
+    ValueTooLarge {
+        /// The size of the refused request, in bytes.
+        size: usize,
+        /// The largest request the store takes, in bytes.
+        limit: usize,
+    },
     /// The backend cannot be reached or has failed; the operation may or may not have applied.
     #[error("storage unavailable: {0}")]
     Unavailable(String),

@@ -10,17 +10,17 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use listwatch_storage::{Event, EventKind, KeyRange, RangeRequest, Storage, StorageError, WatchRequest, WatchResponse};
-use support::{Backend, collect_until, next_progress};
+use support::{Backend, collect_until, next_progress, open_private_store, open_store};
 
 macro_rules! contract {
     ($($test:ident),* $(,)?) => {
         mod memory {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $test() { super::$test(super::Backend::Memory).await })*
+            async fn $test() { super::$test(super::Backend::Ephemeral).await })*
         }
         mod memory_durable {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $test() { super::$test(super::Backend::MemoryDurable).await })*
+            async fn $test() { super::$test(super::Backend::Memory).await })*
         }
         mod etcd {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -48,7 +48,7 @@ fn b(s: &str) -> Bytes {
 
 async fn create_update_delete_with_conflicts(backend: Backend) {
     const TEST: &str = "create_update_delete_with_conflicts";
-    let (store, p, _guard) = backend.shared(TEST).await;
+    let (store, p, _guard) = open_store(backend, TEST).await;
     let key = format!("{p}a");
     let r1 = store.create(key.as_bytes(), b("v1")).await.unwrap().revision;
     assert_eq!(store.create(key.as_bytes(), b("again")).await, Err(StorageError::AlreadyExists));
@@ -88,7 +88,7 @@ async fn create_update_delete_with_conflicts(backend: Backend) {
 
 async fn value_too_large_is_refused(backend: Backend) {
     const TEST: &str = "value_too_large_is_refused";
-    let (store, p, _guard) = backend.shared(TEST).await;
+    let (store, p, _guard) = open_store(backend, TEST).await;
     let key = format!("{p}big");
     let big = Bytes::from(vec![b'x'; listwatch_storage::MAX_REQUEST_BYTES]);
     assert!(matches!(store.create(key.as_bytes(), big.clone()).await, Err(StorageError::ValueTooLarge { .. })));
@@ -101,7 +101,7 @@ async fn value_too_large_is_refused(backend: Backend) {
 
 async fn reads_at_past_revisions(backend: Backend) {
     const TEST: &str = "reads_at_past_revisions";
-    let (store, p, _guard) = backend.shared(TEST).await;
+    let (store, p, _guard) = open_store(backend, TEST).await;
     let (a, bk) = (format!("{p}a"), format!("{p}b"));
     let r1 = store.create(a.as_bytes(), b("a1")).await.unwrap().revision;
     let r2 = store.update(a.as_bytes(), b("a2"), r1).await.unwrap().revision;
@@ -127,7 +127,7 @@ async fn reads_at_past_revisions(backend: Backend) {
     assert!(current >= r4);
     match store.range(RangeRequest::new(range).at_revision(current + 1000)).await {
         Err(StorageError::FutureRevision { current_revision }) => {
-            assert!(current_revision >= current)
+            assert!(current_revision >= current);
         }
         other => panic!("expected a future-revision error, got {other:?}"),
     }
@@ -135,7 +135,7 @@ async fn reads_at_past_revisions(backend: Backend) {
 
 async fn range_limit_count_and_more(backend: Backend) {
     const TEST: &str = "range_limit_count_and_more";
-    let (store, p, _guard) = backend.shared(TEST).await;
+    let (store, p, _guard) = open_store(backend, TEST).await;
     for i in 0..5 {
         store.create(format!("{p}k{i}").as_bytes(), b("v")).await.unwrap();
     }
@@ -162,7 +162,7 @@ async fn range_limit_count_and_more(backend: Backend) {
 
 async fn compaction_and_its_errors(backend: Backend) {
     const TEST: &str = "compaction_and_its_errors";
-    let (store, p, _guard) = backend.private(TEST).await;
+    let (store, p, _guard) = open_private_store(backend, TEST).await;
     let key = format!("{p}a");
     let r1 = store.create(key.as_bytes(), b("1")).await.unwrap().revision;
     let r2 = store.update(key.as_bytes(), b("2"), r1).await.unwrap().revision;
@@ -228,7 +228,7 @@ async fn write_history(store: &Arc<dyn Storage>, p: &str) -> Vec<Event> {
 
 async fn watch_replays_history_exactly(backend: Backend) {
     const TEST: &str = "watch_replays_history_exactly";
-    let (store, p, _guard) = backend.shared(TEST).await;
+    let (store, p, _guard) = open_store(backend, TEST).await;
     let expected = write_history(&store, &p).await;
     let last = expected.last().unwrap().revision();
     for start in [expected[0].revision(), expected[3].revision()] {
@@ -241,7 +241,7 @@ async fn watch_replays_history_exactly(backend: Backend) {
 
 async fn watch_from_compacted_revision_reports_compaction(backend: Backend) {
     const TEST: &str = "watch_from_compacted_revision_reports_compaction";
-    let (store, p, _guard) = backend.private(TEST).await;
+    let (store, p, _guard) = open_private_store(backend, TEST).await;
     let expected = write_history(&store, &p).await;
     let compact_at = expected[4].revision();
     store.compact(compact_at).await.unwrap();
@@ -262,7 +262,7 @@ async fn watch_from_compacted_revision_reports_compaction(backend: Backend) {
 
 async fn watch_from_now_sees_only_new_writes(backend: Backend) {
     const TEST: &str = "watch_from_now_sees_only_new_writes";
-    let (store, p, _guard) = backend.shared(TEST).await;
+    let (store, p, _guard) = open_store(backend, TEST).await;
     let old = store.create(format!("{p}old").as_bytes(), b("1")).await.unwrap().revision;
     let mut watch = store.watch(WatchRequest::new(KeyRange::prefix(p.clone()), 0)).await.unwrap();
     let new = store.create(format!("{p}new").as_bytes(), b("2")).await.unwrap().revision;
@@ -274,7 +274,7 @@ async fn watch_from_now_sees_only_new_writes(backend: Backend) {
 
 async fn progress_advances_with_no_events(backend: Backend) {
     const TEST: &str = "progress_advances_with_no_events";
-    let (store, p, _guard) = backend.shared(TEST).await;
+    let (store, p, _guard) = open_store(backend, TEST).await;
     let mut watch = store.watch(WatchRequest::new(KeyRange::prefix(format!("{p}quiet/")), 0)).await.unwrap();
     let requester = watch.progress_requester();
     requester.request();
@@ -296,7 +296,7 @@ async fn progress_advances_with_no_events(backend: Backend) {
 
 async fn periodic_progress_notifications(backend: Backend) {
     const TEST: &str = "periodic_progress_notifications";
-    let (store, p, _guard) = backend.shared(TEST).await;
+    let (store, p, _guard) = open_store(backend, TEST).await;
     let request = WatchRequest::new(KeyRange::prefix(format!("{p}quiet/")), 0).with_progress_notify();
     let mut watch = store.watch(request).await.unwrap();
     let outside = store.create(format!("{p}elsewhere").as_bytes(), b("x")).await.unwrap().revision;

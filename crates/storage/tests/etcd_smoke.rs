@@ -63,7 +63,7 @@ async fn writes_reads_and_watch_on_shared_etcd() {
     let r2 = store.update(key.as_bytes(), b("v2"), r1).await.unwrap().revision;
     match store.update(key.as_bytes(), b("v3"), r1).await {
         Err(StorageError::Conflict { current: Some(kv) }) => {
-            assert_eq!((kv.value, kv.mod_revision, kv.version), (b("v2"), r2, 2))
+            assert_eq!((kv.value, kv.mod_revision, kv.version), (b("v2"), r2, 2));
         }
         other => panic!("expected a conflict, got {other:?}"),
     }
@@ -141,13 +141,13 @@ async fn compaction_errors_and_watch(version: EtcdVersion) {
     assert_eq!(other.compact(r1).await, Err(StorageError::Compacted { compact_revision: r2 }));
     match other.compact(r3 + 10).await {
         Err(StorageError::FutureRevision { current_revision }) => {
-            assert_eq!(current_revision, r3)
+            assert_eq!(current_revision, r3);
         }
         other => panic!("expected a future revision error, got {other:?}"),
     }
     match other.range(RangeRequest::new(KeyRange::key(&key[..])).at_revision(r3 + 10)).await {
         Err(StorageError::FutureRevision { current_revision }) => {
-            assert_eq!(current_revision, r3)
+            assert_eq!(current_revision, r3);
         }
         other => panic!("expected a future revision error, got {other:?}"),
     }

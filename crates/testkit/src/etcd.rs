@@ -48,7 +48,7 @@ impl EtcdVersion {
     fn from_env() -> Self {
         match std::env::var(VERSION_ENV).as_deref() {
             Ok("3.4") => EtcdVersion::V3_4,
-            Ok("3.5") | Ok("") | Err(_) => EtcdVersion::V3_5,
+            Ok("3.5" | "") | Err(_) => EtcdVersion::V3_5,
             Ok(other) => panic!("{VERSION_ENV}={other:?}: expected 3.4 or 3.5"),
         }
     }
@@ -57,6 +57,7 @@ impl EtcdVersion {
 /// How to run an [`EtcdProcess`].
 #[derive(Clone, Debug)]
 pub struct EtcdProcessOptions {
+    /// Which etcd release to run. Default 3.5.
     pub version: EtcdVersion,
     /// `--unsafe-no-fsync`: much faster writes, no durability on power loss (a killed process
     /// loses nothing: the data still reaches the page cache). Default true.
@@ -81,18 +82,22 @@ impl Default for EtcdProcessOptions {
 }
 
 impl EtcdProcessOptions {
+    /// Runs this etcd release.
     pub fn version(mut self, version: EtcdVersion) -> Self {
         self.version = version;
         self
     }
+    /// Sets `--unsafe-no-fsync` (see [`EtcdProcessOptions::unsafe_no_fsync`]).
     pub fn unsafe_no_fsync(mut self, unsafe_no_fsync: bool) -> Self {
         self.unsafe_no_fsync = unsafe_no_fsync;
         self
     }
+    /// Sets the progress notification interval.
     pub fn progress_interval(mut self, interval: Duration) -> Self {
         self.progress_interval = interval;
         self
     }
+    /// Creates the data dir in `dir` (e.g. on disk, for a benchmark with fsync).
     pub fn data_dir_parent(mut self, dir: impl Into<PathBuf>) -> Self {
         self.data_dir_parent = Some(dir.into());
         self
@@ -175,10 +180,12 @@ impl EtcdProcess {
         self.pid
     }
 
+    /// Where etcd keeps its data; kept across [`restart`](Self::restart).
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
     }
 
+    /// The release this etcd runs.
     pub fn version(&self) -> EtcdVersion {
         self.options.version
     }

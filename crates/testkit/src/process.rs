@@ -12,6 +12,7 @@ pub(crate) fn is_alive(pid: u32) -> bool {
 
 /// Asks `pid` to shut down gracefully (SIGTERM).
 pub(crate) fn terminate(pid: u32) {
+    #[allow(unsafe_code)]
     // SAFETY: kill(2) has no memory effects; the pid is a child this process has not reaped.
     unsafe {
         libc::kill(pid as libc::pid_t, libc::SIGTERM);
@@ -21,6 +22,7 @@ pub(crate) fn terminate(pid: u32) {
 /// Limits the child being started to `files` open files (soft and hard limit): for `pre_exec`.
 pub(crate) fn limit_open_files(command: &mut std::process::Command, files: u64) {
     use std::os::unix::process::CommandExt;
+    #[allow(unsafe_code)]
     // SAFETY: only setrlimit, which is async-signal-safe, runs between fork and exec.
     unsafe {
         command.pre_exec(move || {
@@ -37,6 +39,7 @@ pub(crate) fn limit_open_files(command: &mut std::process::Command, files: u64) 
 /// bench process dies): for `pre_exec`.
 pub(crate) fn die_with_parent(command: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
+    #[allow(unsafe_code)]
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
         command.pre_exec(|| {

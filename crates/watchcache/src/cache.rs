@@ -99,13 +99,27 @@ impl Default for WatchCacheConfig {
 pub enum CacheError {
     /// Initializing or relisting: 429 with this Retry-After.
     #[error("storage is (re)initializing")]
-    NotReady { retry_after_seconds: u32 },
+    NotReady {
+        /// How long the client should wait: longer the longer the cache has been down.
+        retry_after_seconds: u32,
+    },
     /// The requested resourceVersion is older than the window: 410.
     #[error("too old resource version: {requested} ({oldest})")]
-    TooOld { requested: i64, oldest: i64 },
+    TooOld {
+        /// The resourceVersion asked for.
+        requested: i64,
+        /// The oldest one the window still has.
+        oldest: i64,
+    },
     /// The cache did not reach the resourceVersion in time: 504 (Retry-After 1).
     #[error("Too large resource version: {requested}, current: {current}")]
-    TooLargeResourceVersion { requested: i64, current: i64 },
+    TooLargeResourceVersion {
+        /// The resourceVersion asked for.
+        requested: i64,
+        /// The newest one the cache has reached.
+        current: i64,
+    },
+    /// The storage failed under the cache: 503.
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
@@ -130,22 +144,32 @@ impl CacheError {
 
 /// A list served from the cache.
 pub struct CacheList {
+    /// The matching objects, in key order.
     pub items: Vec<Arc<Object>>,
+    /// The revision the list is consistent at.
     pub resource_version: i64,
 }
 
 /// Figures for metrics.
 #[derive(Clone, Debug, Default)]
 pub struct WatchCacheStats {
+    /// How many objects the cache holds.
     pub objects: usize,
+    /// How many events the window keeps for watches that start in the past.
     pub window_events: usize,
     /// Oldest resourceVersion a watch can start from (0 when not ready).
     pub window_oldest_resource_version: i64,
+    /// The newest revision the cache has processed.
     pub resource_version: i64,
+    /// Watches open on the cache now.
     pub registered_watchers: usize,
+    /// Watchers closed since start because they did not keep up.
     pub terminated_watchers: u64,
+    /// How often the cache relisted from storage (after a compaction or a lost watch).
     pub relists: u64,
+    /// Stored objects skipped because they did not decode.
     pub undecodable_objects: u64,
+    /// Whether the cache serves requests (not initializing or relisting).
     pub ready: bool,
 }
 
@@ -214,6 +238,7 @@ impl WatchCache {
         WatchCache { inner }
     }
 
+    /// The resource this cache holds.
     pub fn resource(&self) -> &'static Resource {
         self.inner.resource
     }
@@ -223,6 +248,7 @@ impl WatchCache {
         *self.inner.rv_tx.borrow()
     }
 
+    /// Whether the cache serves requests now; while not, they get 429 with a Retry-After.
     pub fn is_ready(&self) -> bool {
         self.inner.down_since.lock().is_none()
     }
@@ -360,6 +386,7 @@ impl WatchCache {
         self.inner.reset.notify_one();
     }
 
+    /// A snapshot of the figures metrics report.
     pub fn stats(&self) -> WatchCacheStats {
         let inner = &self.inner;
         let ready = self.is_ready();
@@ -472,6 +499,7 @@ async fn follow(cache: &Arc<Inner>, mut storage_watch: listwatch_storage::Watch)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use listwatch_meta::WatchEvent;
     use listwatch_storage::memory::MemoryStore;
     use listwatch_storage::{Event, EventKind, KeyValue};
 
@@ -519,7 +547,7 @@ mod tests {
         // Nothing more is queued for it.
         let mut more = Vec::new();
         assert!(tokio::time::timeout(Duration::from_millis(100), watcher.next_batch(&mut more, 10)).await.is_err());
-        let revisions: Vec<i64> = seen.iter().filter_map(|e| e.resource_version()).collect();
+        let revisions: Vec<i64> = seen.iter().filter_map(WatchEvent::resource_version).collect();
         assert_eq!(revisions, [start + 1, start + 2]);
     }
 }

@@ -29,14 +29,21 @@ use crate::event::Predicate;
 pub enum DirectStart {
     /// Changes after this resourceVersion.
     After(i64),
-    /// List now (synthetic ADDED events), then changes; `min_resource_version` is the "not
-    /// older than" bound of a streaming list (0: none).
-    ListThenWatch { min_resource_version: i64 },
+    /// List now (synthetic ADDED events), then changes.
+    ListThenWatch {
+        /// The "not older than" bound of a streaming list (0: none).
+        min_resource_version: i64,
+    },
 }
 
+/// What an uncached watch delivers.
 pub struct DirectOptions {
+    /// Where it starts.
     pub start: DirectStart,
+    /// Which objects' events it delivers (selectors); `None` for all.
     pub predicate: Option<Predicate>,
+    /// Whether the initial list ends with the `k8s.io/initial-events-end` bookmark (a
+    /// streaming list asked for it).
     pub initial_events_end_bookmark: bool,
 }
 
@@ -112,7 +119,7 @@ async fn list_into(
                 Ok(o) if predicate.is_none_or(|p| p(&o)) => out.push_back(WatchEvent::Added(Arc::new(o))),
                 Ok(_) => {}
                 Err(e) => {
-                    tracing::warn!(key = %String::from_utf8_lossy(&kv.key), error = %e, "skipping a stored value that cannot be decoded")
+                    tracing::warn!(key = %String::from_utf8_lossy(&kv.key), error = %e, "skipping a stored value that cannot be decoded");
                 }
             }
         }

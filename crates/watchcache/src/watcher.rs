@@ -26,16 +26,28 @@ pub enum WatchStart {
     /// a future N waits).
     Exact(i64),
     /// `resourceVersion=0`: the cache's current state (when `initial_events`), then changes.
-    Any { initial_events: bool },
+    Any {
+        /// Whether the current state comes first, as ADDED events.
+        initial_events: bool,
+    },
     /// `resourceVersion` unset: the state at storage's current revision, then changes.
-    Consistent { initial_events: bool },
+    Consistent {
+        /// Whether that state comes first, as ADDED events.
+        initial_events: bool,
+    },
     /// A streaming list with `resourceVersion=N`: the state once the cache has reached N.
-    NotOlderThan { resource_version: i64, initial_events: bool },
+    NotOlderThan {
+        /// N: the oldest revision the state may be at.
+        resource_version: i64,
+        /// Whether that state comes first, as ADDED events.
+        initial_events: bool,
+    },
 }
 
 /// What a client watch asks for.
 #[derive(Clone)]
 pub struct WatcherOptions {
+    /// Where the watch starts.
     pub start: WatchStart,
     /// Only this namespace (`None`: all).
     pub namespace: Option<String>,

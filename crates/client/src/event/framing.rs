@@ -36,6 +36,7 @@ pub struct JsonFramer {
 }
 
 impl JsonFramer {
+    /// A framer that fails on a value larger than `max_event_bytes`.
     pub fn new(max_event_bytes: usize) -> JsonFramer {
         JsonFramer { partial: Vec::new(), depth: 0, in_string: false, escaped: false, max_event_bytes }
     }
@@ -199,6 +200,7 @@ enum Mode {
 }
 
 impl JsonStreamFramer {
+    /// A framer that fails on an event larger than `max_event_bytes`.
     pub fn new(max_event_bytes: usize) -> JsonStreamFramer {
         let probe = JsonFramer::new(max_event_bytes);
         JsonStreamFramer { mode: Mode::Lines { partial: Vec::new(), probe, probed: 0 }, max_event_bytes }
@@ -300,6 +302,7 @@ pub struct ProtobufFramer {
 }
 
 impl ProtobufFramer {
+    /// A framer that fails on a frame larger than `max_event_bytes`.
     pub fn new(max_event_bytes: usize) -> ProtobufFramer {
         ProtobufFramer { buf: Vec::new(), start: 0, max_event_bytes }
     }
@@ -330,6 +333,7 @@ impl ProtobufFramer {
         Ok(())
     }
 
+    /// Whether bytes of an unfinished frame are held (a stream ending now was cut short).
     pub fn is_mid_event(&self) -> bool {
         !self.buf.is_empty()
     }

@@ -154,7 +154,7 @@ fn config() -> (ReflectorConfig, Reports) {
     let config = ReflectorConfig {
         name: "test".into(),
         error_handler: Some(Arc::new(move |r: &ReflectorError| {
-            sink.lock().push((r.phase, r.recovery, r.error.to_string()))
+            sink.lock().push((r.phase, r.recovery, r.error.to_string()));
         })),
         ..ReflectorConfig::default()
     };

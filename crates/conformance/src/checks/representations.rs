@@ -13,7 +13,7 @@
 
 use bytes::Bytes;
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::checks::{Expected, expect_sequence};
 use crate::fixture::{CHECK_LABEL, Fixture, encode, rv};
@@ -122,7 +122,7 @@ fn table_problem(
     for (row, object) in rows.iter().zip(objects) {
         let name = &object["metadata"]["name"];
         let count =
-            object["data"].as_object().map_or(0, |m| m.len()) + object["binaryData"].as_object().map_or(0, |m| m.len());
+            object["data"].as_object().map_or(0, Map::len) + object["binaryData"].as_object().map_or(0, Map::len);
         let cells = row["cells"].as_array().cloned().unwrap_or_default();
         if cells.len() != 3
             || &cells[0] != name

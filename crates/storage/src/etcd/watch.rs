@@ -209,7 +209,7 @@ impl WatchTask {
             match self.serve(current).await {
                 Ok(()) => return,
                 Err(reason) => {
-                    warn!(range = %self.describe(), from = self.cursor.next, %reason, "etcd watch stream broke; resuming")
+                    warn!(range = %self.describe(), from = self.cursor.next, %reason, "etcd watch stream broke; resuming");
                 }
             }
         }

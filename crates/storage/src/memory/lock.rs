@@ -30,8 +30,10 @@ impl DirLock {
         let path = dir.join(LOCK_FILE);
         // Not truncated on open: the holder's pid must stay readable until we own the lock.
         let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
+        #[allow(unsafe_code)]
         // SAFETY: flock on a file descriptor we own; it has no memory effects.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+        if !locked {
             let error = io::Error::last_os_error();
             if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
                 return Err(io::Error::new(error.kind(), format!("locking {}: {error}", path.display())));

@@ -17,8 +17,8 @@ mod wal;
 mod watch;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -101,12 +101,12 @@ impl MemoryStore {
             dir,
             next_seq,
             move |result| {
-                if let Some(shared) = on_synced.get().and_then(|w| w.upgrade()) {
+                if let Some(shared) = on_synced.get().and_then(Weak::upgrade) {
                     shared.on_synced(result);
                 }
             },
             move || {
-                if let Some(shared) = want_snapshot.get().and_then(|w| w.upgrade()) {
+                if let Some(shared) = want_snapshot.get().and_then(Weak::upgrade) {
                     shared.snapshot();
                 }
             },

@@ -269,8 +269,8 @@ impl Mvcc {
                 });
             }
         }
-        events.sort_by_key(|e| e.revision());
-        let log_start = events.first().map(|e| e.revision()).unwrap_or(current + 1);
+        events.sort_by_key(Event::revision);
+        let log_start = events.first().map(Event::revision).unwrap_or(current + 1);
         debug_assert!(events.iter().enumerate().all(|(i, e)| e.revision() == log_start + i as i64));
         Mvcc {
             index,

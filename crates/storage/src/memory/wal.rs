@@ -240,7 +240,7 @@ impl SnapshotData {
             p.extend_from_slice(&(self.versions.len() as u64).to_le_bytes());
         });
         out.write_all(&buf)?;
-        let file = out.into_inner().map_err(|e| e.into_error())?;
+        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
         file.sync_all()?;
         fs::rename(&tmp, path)?;
         sync_dir(path.parent().expect("snapshot in a directory"))

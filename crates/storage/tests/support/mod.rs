@@ -1,4 +1,5 @@
-//! Backends and watch helpers for the storage tests.
+//! Stores and watch helpers for the storage tests: each contract test runs on the memory store
+//! (ephemeral and durable) and on etcd, named by the test harness's [`Backend`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,49 +9,41 @@ use listwatch_storage::memory::{MemoryOptions, MemoryStore};
 use listwatch_storage::{Event, Revision, Storage, Watch, WatchResponse};
 use listwatch_testkit::etcd::{EtcdProcess, EtcdProcessOptions, shared_endpoints, unique_prefix};
 
-#[derive(Clone, Copy, Debug)]
-pub enum Backend {
-    Memory,
-    MemoryDurable,
-    Etcd,
-}
+/// Which store a test runs on: the harness's one [`Backend`], which names the same four
+/// storages for a server: [`Backend::Ephemeral`] the memory store alone, [`Backend::Memory`] the
+/// memory store on a data dir, [`Backend::Etcd`] the run's shared etcd, [`Backend::PrivateEtcd`]
+/// an etcd of the test's own.
+pub use listwatch_testkit::server::Backend;
 
 /// Keeps whatever a backend needs alive (a temporary dir, a private etcd) for the test.
 pub struct Guard(#[allow(dead_code)] Box<dyn std::any::Any + Send>);
 
-impl Backend {
-    /// A store that other tests may share, and a key prefix private to this test.
-    pub async fn shared(self, test: &str) -> (Arc<dyn Storage>, String, Guard) {
-        self.open(test, false).await
-    }
-
-    /// A store of this test's own (for compaction and other global operations).
-    pub async fn private(self, test: &str) -> (Arc<dyn Storage>, String, Guard) {
-        self.open(test, true).await
-    }
-
-    async fn open(self, test: &str, private: bool) -> (Arc<dyn Storage>, String, Guard) {
-        match self {
-            Backend::Memory => (Arc::new(MemoryStore::ephemeral()), "/lwtest/t/".into(), Guard(Box::new(()))),
-            Backend::MemoryDurable => {
-                let dir = tempfile::tempdir().unwrap();
-                let options = MemoryOptions { data_dir: Some(dir.path().to_path_buf()), ..Default::default() };
-                (Arc::new(MemoryStore::open(options).unwrap()), "/lwtest/t/".into(), Guard(Box::new(dir)))
-            }
-            Backend::Etcd => {
-                let prefix = unique_prefix(test);
-                if private {
-                    let etcd = EtcdProcess::start(EtcdProcessOptions::default()).await;
-                    let store =
-                        EtcdStore::connect(&[etcd.endpoint().to_string()], EtcdOptions::default()).await.unwrap();
-                    (Arc::new(store), prefix, Guard(Box::new(etcd)))
-                } else {
-                    let store = EtcdStore::connect(&shared_endpoints().await, EtcdOptions::default()).await.unwrap();
-                    (Arc::new(store), prefix, Guard(Box::new(())))
-                }
-            }
+/// A store on `backend` that other tests may share, and a key prefix private to this test.
+pub async fn open_store(backend: Backend, test: &str) -> (Arc<dyn Storage>, String, Guard) {
+    match backend {
+        Backend::Ephemeral => (Arc::new(MemoryStore::ephemeral()), "/lwtest/t/".into(), Guard(Box::new(()))),
+        Backend::Memory => {
+            let dir = tempfile::tempdir().unwrap();
+            let options = MemoryOptions { data_dir: Some(dir.path().to_path_buf()), ..Default::default() };
+            (Arc::new(MemoryStore::open(options).unwrap()), "/lwtest/t/".into(), Guard(Box::new(dir)))
+        }
+        Backend::Etcd => {
+            let store = EtcdStore::connect(&shared_endpoints().await, EtcdOptions::default()).await.unwrap();
+            (Arc::new(store), unique_prefix(test), Guard(Box::new(())))
+        }
+        Backend::PrivateEtcd => {
+            let etcd = EtcdProcess::start(EtcdProcessOptions::default()).await;
+            let store = EtcdStore::connect(&[etcd.endpoint().to_string()], EtcdOptions::default()).await.unwrap();
+            (Arc::new(store), unique_prefix(test), Guard(Box::new(etcd)))
         }
     }
+}
+
+/// A store of this test's own (for compaction and other global operations): the shared etcd
+/// becomes a private one; a memory store is the test's own anyway.
+pub async fn open_private_store(backend: Backend, test: &str) -> (Arc<dyn Storage>, String, Guard) {
+    let private = if backend == Backend::Etcd { Backend::PrivateEtcd } else { backend };
+    open_store(private, test).await
 }
 
 /// Flattened events from `watch` until one at or past `revision`, failing on anything else.

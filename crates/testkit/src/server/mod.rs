@@ -9,7 +9,11 @@
 //!   other process can take it between a pick and the bind. Then `/readyz` must answer 200
 //!   (over TLS too, for `--tls-generate`).
 //! * Its storage is a [`Backend`] (or explicit flags), its kubeconfig and log (`server.log`:
-//!   stderr and stdout, kept across restarts) live in a temporary directory of its own.
+//!   stderr and stdout, kept across restarts) live in a temporary directory of its own. It
+//!   inherits this process's environment, changed by [`ServerBuilder::env`] and
+//!   [`ServerBuilder::env_remove`].
+//! * [`Server::startup_time`] is how long it took from exec to ready, for the bench's
+//!   `startup`; [`wait_until_ready`] waits for a server started elsewhere.
 //! * [`Server::restart`] starts it again on the same address, data dir and storage;
 //!   [`Server::kill`] is a crash (SIGKILL), [`Server::stop`] a graceful stop (SIGTERM). Dropping it
 //!   kills it, then removes its directory and stops its private etcd.
@@ -18,6 +22,8 @@
 //! [`ServerBuilder::try_start`] returns the error instead (for the bench).
 
 mod readyz;
+
+pub use readyz::wait_until_ready;
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
@@ -35,6 +41,9 @@ pub const BIN_ENV: &str = "LISTWATCH_BIN";
 
 /// What the server prints on stderr once it listens, followed by its URL and `;`.
 const SERVING: &str = "listwatch is serving on ";
+
+/// The default pause between two `/readyz` probes while waiting for a server.
+const READY_POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 /// Which storage a server runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,10 +116,14 @@ pub struct ServerBuilder {
 #[derive(Clone, Debug)]
 struct ProcessOptions {
     rust_log: Option<String>,
+    /// Changes to the inherited environment, in order: a value sets the variable, `None`
+    /// removes it.
+    env: Vec<(OsString, Option<OsString>)>,
     echo_log: bool,
     exit_with_parent: bool,
     open_files: Option<u64>,
     ready_timeout: Duration,
+    ready_poll_interval: Duration,
 }
 
 impl ServerBuilder {
@@ -129,10 +142,12 @@ impl ServerBuilder {
             debug_api: true,
             process: ProcessOptions {
                 rust_log: Some("info".into()),
+                env: Vec::new(),
                 echo_log: false,
                 exit_with_parent: false,
                 open_files: None,
                 ready_timeout: Duration::from_secs(60),
+                ready_poll_interval: READY_POLL_INTERVAL,
             },
         }
     }
@@ -143,6 +158,7 @@ impl ServerBuilder {
         self
     }
 
+    /// The storage the server runs on (default [`Backend::Ephemeral`]).
     pub fn backend(mut self, backend: Backend) -> Self {
         self.storage = Storage::Backend(backend);
         self
@@ -211,6 +227,20 @@ impl ServerBuilder {
         self
     }
 
+    /// Sets `name` to `value` in the server's environment (e.g. `HOME`, where `serve` merges
+    /// kubeconfigs); applied after [`rust_log`](Self::rust_log), in the order given.
+    pub fn env(mut self, name: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.process.env.push((name.into(), Some(value.into())));
+        self
+    }
+
+    /// Removes `name` from the environment the server inherits (e.g. this process's
+    /// `KUBECONFIG`); a later [`env`](Self::env) of the same name sets it again.
+    pub fn env_remove(mut self, name: impl Into<OsString>) -> Self {
+        self.process.env.push((name.into(), None));
+        self
+    }
+
     /// Also copies the server's stderr to this process's stderr (so a test runner shows it).
     pub fn echo_log(mut self, on: bool) -> Self {
         self.process.echo_log = on;
@@ -235,6 +265,13 @@ impl ServerBuilder {
     /// How long the server may take to report its address, and then to be ready. Default 60 s.
     pub fn ready_timeout(mut self, timeout: Duration) -> Self {
         self.process.ready_timeout = timeout;
+        self
+    }
+
+    /// The pause between two `/readyz` probes while the server starts. Default 20 ms; a bench
+    /// that times startups ([`Server::startup_time`]) wants it much shorter.
+    pub fn ready_poll_interval(mut self, interval: Duration) -> Self {
+        self.process.ready_poll_interval = interval;
         self
     }
 
@@ -289,8 +326,17 @@ impl ServerBuilder {
         }
         args.extend(storage);
         args.extend(self.args);
-        let mut server =
-            Server { url: String::new(), kubeconfig, dir, etcd, child: None, binary, args, process: self.process };
+        let mut server = Server {
+            url: String::new(),
+            kubeconfig,
+            dir,
+            etcd,
+            child: None,
+            binary,
+            args,
+            process: self.process,
+            startup_time: Duration::ZERO,
+        };
         server.launch(&self.addr).await?;
         Ok(server)
     }
@@ -315,11 +361,21 @@ pub struct Server {
     /// `serve` and its flags, without `--addr`.
     args: Vec<String>,
     process: ProcessOptions,
+    /// From spawning the process to its first ready `/readyz`, at the last (re)start.
+    startup_time: Duration,
 }
 
 impl Server {
+    /// A server to configure: [`Backend::Ephemeral`], the debug API on, no compactor,
+    /// `RUST_LOG=info`, until told otherwise.
     pub fn builder() -> ServerBuilder {
         ServerBuilder::new()
+    }
+
+    /// How long the last start or restart took, from spawning the process to the first `200`
+    /// from `/readyz` (to within [`ServerBuilder::ready_poll_interval`]).
+    pub fn startup_time(&self) -> Duration {
+        self.startup_time
     }
 
     /// `host:port` of [`url`](Self::url), for raw connections.
@@ -342,6 +398,7 @@ impl Server {
         &self.args[1..]
     }
 
+    /// Where the server's stdout and stderr go (`server.log` in its directory).
     pub fn log_path(&self) -> PathBuf {
         self.dir.path().join("server.log")
     }
@@ -406,12 +463,19 @@ impl Server {
         if let Some(filter) = &self.process.rust_log {
             command.env("RUST_LOG", filter);
         }
+        for (name, value) in &self.process.env {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
         if self.process.exit_with_parent {
             die_with_parent(&mut command);
         }
         if let Some(files) = self.process.open_files {
             limit_open_files(&mut command, files);
         }
+        let spawned = std::time::Instant::now();
         let mut child =
             command.spawn().map_err(|e| StartError(format!("cannot run {}: {e}", self.binary.display())))?;
         let stderr = child.stderr.take().expect("stderr is piped");
@@ -459,6 +523,7 @@ impl Server {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             if readyz::is_ready(&self.url).await {
+                self.startup_time = spawned.elapsed();
                 return Ok(());
             }
             if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
@@ -476,7 +541,7 @@ impl Server {
                     self.log()
                 )));
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(self.process.ready_poll_interval).await;
         }
     }
 }

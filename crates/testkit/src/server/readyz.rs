@@ -1,5 +1,6 @@
-//! One `GET /readyz` against a server's URL, over plain HTTP or TLS, with nothing but a socket:
-//! the harness must not depend on the HTTP clients that the tests exercise.
+//! One `GET /readyz` against a server's URL, over plain HTTP or TLS, with nothing but a socket
+//! (the harness must not depend on the HTTP clients that the tests exercise), and the wait for a
+//! server the harness did not start.
 //!
 //! A server started with `--tls-generate` presents a certificate of its own CA; the probe only
 //! asks whether it is ready, so it accepts any certificate (the handshake's signatures are still
@@ -22,6 +23,21 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// with 200.
 pub(crate) async fn is_ready(url: &str) -> bool {
     tokio::time::timeout(PROBE_TIMEOUT, probe(url)).await.unwrap_or(false)
+}
+
+/// Probes `url` every `poll_interval` until it is ready or `timeout` has passed: for a server
+/// the harness did not start (the bench's `--server`). Whether it became ready.
+pub async fn wait_until_ready(url: &str, timeout: Duration, poll_interval: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if is_ready(url).await {
+            return true;
+        }
+        if tokio::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(poll_interval).await;
+    }
 }
 
 async fn probe(url: &str) -> bool {
