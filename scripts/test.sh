@@ -28,8 +28,9 @@ export LISTWATCH_ETCD_ENDPOINTS=$(sed -n 's/^ENDPOINT=//p' <<<"$etcd_info")
 trap 'scripts/etcd.sh stop "$etcd_pid" >/dev/null 2>&1 || true' EXIT
 echo "test.sh: shared etcd at $LISTWATCH_ETCD_ENDPOINTS" >&2
 
-# Lints are part of the suite: the whole workspace, every target.
+# Lints are part of the suite: the whole workspace, every target, and the docs.
 cargo clippy --locked --workspace --all-targets -- -D warnings >&2
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps >&2
 
 # The end-to-end tests run the built binaries.
 cargo build --locked --workspace --bins >&2

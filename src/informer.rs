@@ -146,10 +146,10 @@ pub async fn run(args: InformerArgs) -> anyhow::Result<()> {
         })
         .on_delete(move |deleted: &DeletedObject<DynamicObject>| match deleted {
             DeletedObject::Known(o) => {
-                println!("{} DELETED  {} rv={}", elapsed(start), o.key(), o.resource_version().unwrap_or(""))
+                println!("{} DELETED  {} rv={}", elapsed(start), o.key(), o.resource_version().unwrap_or(""));
             }
             DeletedObject::FinalStateUnknown { key, .. } => {
-                println!("{} DELETED  {key} (missed by the watch: final state unknown)", elapsed(start))
+                println!("{} DELETED  {key} (missed by the watch: final state unknown)", elapsed(start));
             }
         });
     let registration = informer.add_event_handler(handler)?;

@@ -22,7 +22,7 @@ use crate::kubeconfig::{self, Credentials, home};
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on, as Go takes it: host:port, :port (every interface), [::1]:port,
+    /// Address to listen on, as Go takes it: host:port, :port (every interface), `[::1]:port`,
     /// localhost:port; port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:8080")]
     addr: ListenAddr,

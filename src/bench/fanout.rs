@@ -202,14 +202,11 @@ async fn watcher(
                 _ = stop.wait_for(|stopped| *stopped) => break 'watches,
                 next = stream.next_bytes() => next,
             };
-            let bytes = match next {
-                Some(Ok(bytes)) => bytes,
-                // The server ended the stream (or the connection broke): re-watch.
-                Some(Err(_)) | None => {
-                    outcome.early_ends += 1;
-                    counters.early_ends.fetch_add(1, Ordering::Relaxed);
-                    continue 'watches;
-                }
+            // The server ended the stream (or the connection broke): re-watch.
+            let Some(Ok(bytes)) = next else {
+                outcome.early_ends += 1;
+                counters.early_ends.fetch_add(1, Ordering::Relaxed);
+                continue 'watches;
             };
             let received = log.now();
             let events_before = outcome.events;
@@ -224,7 +221,7 @@ async fn watcher(
                     outcome.events += 1;
                     match log.sent_at(resource_version) {
                         Some(sent) => {
-                            report::record(&mut outcome.latency, Duration::from_nanos(received.saturating_sub(sent)))
+                            report::record(&mut outcome.latency, Duration::from_nanos(received.saturating_sub(sent)));
                         }
                         None => unresolved.push((resource_version, received)),
                     }
@@ -529,7 +526,7 @@ pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
         (0..args.write_connections.max(1)).map(|i| tokio::spawn(writer(write_plan.clone(), i))).collect();
     let bar = report::progress_bar(args.duration.as_secs().max(1), "s");
     let (mut last_events, mut last_writes, mut last_tick) = (0, 0, Instant::now());
-    while !writers.iter().all(|w| w.is_finished()) {
+    while !writers.iter().all(tokio::task::JoinHandle::is_finished) {
         tokio::time::sleep(Duration::from_millis(250)).await;
         let (events, writes) = (sum(&counters, |c| &c.events), write_plan.written.load(Ordering::Relaxed));
         let dt = last_tick.elapsed().as_secs_f64();

@@ -137,7 +137,7 @@ fn machine() -> Machine {
         .and_then(|l| l.split_once(':'))
         .map(|(_, name)| name.trim().to_string());
     Machine {
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cores: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         memory_mib: memory_kib.map(|kib| kib / 1024),
         cpu,
     }

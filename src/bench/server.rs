@@ -144,6 +144,7 @@ impl Drop for ServerUnderTest {
 
 /// Raises this process's open-files soft limit to the hard limit (children inherit it), so a
 /// thousand and more connections fit.
+#[allow(unsafe_code)]
 pub fn raise_open_files_limit() {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit/setrlimit with a valid pointer to a local.
@@ -185,6 +186,7 @@ impl ProcessUsage {
         Self::read("/proc/self")
     }
 
+    #[allow(unsafe_code)]
     fn read(dir: &str) -> Option<ProcessUsage> {
         let stat = std::fs::read_to_string(format!("{dir}/stat")).ok()?;
         // Fields after the command name (which may hold spaces): state is field 3, so utime
@@ -214,6 +216,7 @@ impl ProcessUsage {
 /// CPU seconds the whole machine spent busy (all processes, all cores) since boot, from the
 /// first line of `/proc/stat`. Differences of two readings, less the server's and the bench's
 /// own CPU, show how much else ran on the machine during a measurement.
+#[allow(unsafe_code)]
 pub fn machine_busy_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let line = stat.lines().next()?.strip_prefix("cpu ")?;

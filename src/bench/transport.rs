@@ -166,7 +166,7 @@ impl Connector {
 async fn opened(response: http::Response<Incoming>, connection: Option<HttpConnection>) -> Opened {
     if response.status() != StatusCode::OK {
         let status = response.status();
-        let body = response.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        let body = response.into_body().collect().await.map(http_body_util::Collected::to_bytes).unwrap_or_default();
         return Opened::Refused(status, body);
     }
     Opened::Streaming(WatchStream::Http { body: response.into_body(), _connection: connection })

@@ -171,7 +171,7 @@ async fn throttled_requests_get_429(backend: Backend) {
 mod undecodable {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stored_value_that_cannot_be_decoded_is_skipped() {
-        super::undecodable_values_are_skipped().await
+        super::undecodable_values_are_skipped().await;
     }
 }
 

@@ -390,7 +390,11 @@ async fn websocket_origins_must_be_urls(backend: Backend) {
         match tokio_tungstenite::connect_async(request).await {
             Err(WsError::Http(response)) => {
                 assert_eq!(response.status(), 403, "{origin:?}");
-                assert!(response.body().as_ref().is_none_or(|b| b.is_empty()), "{origin:?}: {:?}", response.body());
+                assert!(
+                    response.body().as_ref().is_none_or(std::vec::Vec::is_empty),
+                    "{origin:?}: {:?}",
+                    response.body()
+                );
             }
             Err(e) => panic!("{origin:?}: expected a 403, got {e}"),
             Ok(_) => panic!("{origin:?}: expected a 403, got a connection"),

@@ -19,47 +19,47 @@ mod memory_only {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_data_dir_serves_one_process_at_a_time() {
-        super::a_data_dir_serves_one_process_at_a_time(Backend::Memory).await
+        super::a_data_dir_serves_one_process_at_a_time(Backend::Memory).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn go_style_listen_addresses() {
-        super::go_style_listen_addresses().await
+        super::go_style_listen_addresses().await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_listen_backlog_holds_4000_connections() {
-        super::the_listen_backlog_holds_4000_connections(Backend::Memory).await
+        super::the_listen_backlog_holds_4000_connections(Backend::Memory).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn running_out_of_open_files_backs_off_and_recovers() {
-        super::running_out_of_open_files_backs_off_and_recovers().await
+        super::running_out_of_open_files_backs_off_and_recovers().await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn slow_half_open_connections_do_not_delay_requests() {
-        super::slow_half_open_connections_do_not_delay_requests(Backend::Memory).await
+        super::slow_half_open_connections_do_not_delay_requests(Backend::Memory).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn unfinished_headers_are_cut_off_by_the_read_header_timeout() {
-        super::unfinished_headers_are_cut_off_by_the_read_header_timeout(Backend::Memory).await
+        super::unfinished_headers_are_cut_off_by_the_read_header_timeout(Backend::Memory).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn request_headers_up_to_1_mib_are_accepted() {
-        super::request_headers_up_to_1_mib_are_accepted(Backend::Memory).await
+        super::request_headers_up_to_1_mib_are_accepted(Backend::Memory).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn mutating_requests_over_the_limit_get_429() {
-        super::mutating_requests_over_the_limit_get_429(Backend::Memory).await
+        super::mutating_requests_over_the_limit_get_429(Backend::Memory).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn read_only_requests_over_the_limit_get_429_and_watches_are_exempt() {
-        super::read_only_requests_over_the_limit_get_429_and_watches_are_exempt(Backend::Memory).await
+        super::read_only_requests_over_the_limit_get_429_and_watches_are_exempt(Backend::Memory).await;
     }
 }
 
@@ -73,6 +73,7 @@ fn authority(server: &Server) -> String {
 
 /// Raises this process's soft open-file limit to its hard limit (the watcher burst opens
 /// thousands of sockets); returns the limit now in force.
+#[allow(unsafe_code)]
 fn raise_open_file_limit() -> libc::rlim_t {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit/setrlimit read and write the struct we pass.
@@ -105,7 +106,7 @@ async fn closed_by_server(stream: &mut (impl tokio::io::AsyncRead + Unpin), with
     loop {
         match tokio::time::timeout(within.saturating_sub(started.elapsed()), stream.read(&mut buf)).await {
             Err(_) => panic!("the server kept the connection open for {within:?}"),
-            Ok(Ok(0)) | Ok(Err(_)) => return started.elapsed(),
+            Ok(Ok(0) | Err(_)) => return started.elapsed(),
             Ok(Ok(_)) => {}
         }
     }
@@ -248,6 +249,7 @@ async fn a_burst_of_5000_watchers_is_served(backend: Backend) {
     assert!(!log.contains("accept failed"), "the server ran out of something while accepting:\n{log}");
 }
 
+#[allow(unsafe_code)]
 async fn the_listen_backlog_holds_4000_connections(backend: Backend) {
     const QUEUED: usize = 4000;
     raise_open_file_limit();
@@ -290,6 +292,7 @@ async fn the_listen_backlog_holds_4000_connections(backend: Backend) {
 }
 
 /// CPU time a process has used (user and system), from `/proc/<pid>/stat`.
+#[allow(unsafe_code)]
 fn cpu_time(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the process's stat");
     // Fields after the command name (which may hold spaces) start at the state, field 3.

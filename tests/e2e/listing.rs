@@ -16,7 +16,7 @@ on_both_backends!(
 mod restart {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn memory_store_keeps_objects_and_revisions() {
-        super::restart_keeps_objects_and_revisions().await
+        super::restart_keeps_objects_and_revisions().await;
     }
 }
 
@@ -24,11 +24,11 @@ mod compaction {
     use crate::support::Backend;
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn memory() {
-        super::paging_across_compaction(Backend::Memory).await
+        super::paging_across_compaction(Backend::Memory).await;
     }
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn etcd() {
-        super::paging_across_compaction(Backend::PrivateEtcd).await
+        super::paging_across_compaction(Backend::PrivateEtcd).await;
     }
 }
 
@@ -264,7 +264,7 @@ async fn restart_keeps_objects_and_revisions() {
 mod compactor {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn compacts_to_the_revision_seen_one_interval_earlier() {
-        super::compactor_compacts().await
+        super::compactor_compacts().await;
     }
 }
 

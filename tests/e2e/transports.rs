@@ -25,7 +25,7 @@ on_both_backends!(
 mod tls {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn kubectl_over_tls() {
-        super::kubectl_over_tls().await
+        super::kubectl_over_tls().await;
     }
 }
 

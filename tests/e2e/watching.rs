@@ -23,7 +23,7 @@ on_both_backends!(
 mod etcd_restart {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn no_watcher_misses_an_event() {
-        super::etcd_killed_mid_stream().await
+        super::etcd_killed_mid_stream().await;
     }
 }
 
@@ -338,12 +338,12 @@ mod timing {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn future_resource_version_waits() {
-        super::future_resource_version_waits(Backend::Memory).await
+        super::future_resource_version_waits(Backend::Memory).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn bookmark_two_seconds_before_the_deadline() {
-        super::bookmark_before_the_deadline(Backend::Memory).await
+        super::bookmark_before_the_deadline(Backend::Memory).await;
     }
 }
 

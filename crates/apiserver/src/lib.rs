@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! The Kubernetes REST API over the storage layer. The folders are its wings, each depending
 //! only on those listed after it:
 //!

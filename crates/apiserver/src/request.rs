@@ -284,8 +284,8 @@ pub fn parse(method: &Method, path: &str, query: &Query) -> Option<ResourceReque
         return None;
     }
     let resource = rest[0].to_string();
-    let name = rest.get(1).map(|s| s.to_string());
-    let subresource = rest.get(2).map(|s| s.to_string());
+    let name = rest.get(1).map(std::string::ToString::to_string);
+    let subresource = rest.get(2).map(std::string::ToString::to_string);
     // go-restful matches the method exactly: HEAD, OPTIONS and the rest have no route (the
     // caller answers 405 where the path has one for another method).
     let verb = if legacy_watch {

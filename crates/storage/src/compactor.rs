@@ -40,7 +40,7 @@ pub async fn run(storage: Arc<dyn Storage>, interval: Duration, mut shutdown: wa
                 }
             }
             // Another server took this round: follow its token.
-            Err(StorageError::AlreadyExists) | Err(StorageError::Conflict { .. }) => {
+            Err(StorageError::AlreadyExists | StorageError::Conflict { .. }) => {
                 match storage.range(RangeRequest::new(KeyRange::key(Bytes::from_static(KEY)))).await {
                     Ok(resp) => {
                         seen = resp.kvs.first().map_or(0, |kv| kv.mod_revision);

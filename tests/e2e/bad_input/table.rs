@@ -307,7 +307,7 @@ impl Expect {
                 .filter(|m| !m.is_empty())
                 .collect();
             got_methods.sort();
-            let mut want: Vec<String> = methods.iter().map(|m| m.to_string()).collect();
+            let mut want: Vec<String> = methods.iter().map(std::string::ToString::to_string).collect();
             want.sort();
             if got_methods != want {
                 problems.push(format!("Allow {got_methods:?} (want {want:?})"));

@@ -92,7 +92,7 @@ fn identifier(cert: &x509_parser::certificate::X509Certificate<'_>) -> String {
         match extension.parsed_extension() {
             ParsedExtension::SubjectKeyIdentifier(id) => skid = hex(id.0),
             ParsedExtension::AuthorityKeyIdentifier(aki) => {
-                akid = aki.key_identifier.as_ref().map(|id| hex(id.0)).unwrap_or_default()
+                akid = aki.key_identifier.as_ref().map(|id| hex(id.0)).unwrap_or_default();
             }
             _ => {}
         }

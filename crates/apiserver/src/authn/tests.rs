@@ -28,7 +28,11 @@ fn tokens() -> Option<Arc<TokenFile>> {
 }
 
 fn user(name: &str, groups: &[&str]) -> UserInfo {
-    UserInfo { name: name.into(), uid: String::new(), groups: groups.iter().map(|g| g.to_string()).collect() }
+    UserInfo {
+        name: name.into(),
+        uid: String::new(),
+        groups: groups.iter().map(std::string::ToString::to_string).collect(),
+    }
 }
 
 #[test]

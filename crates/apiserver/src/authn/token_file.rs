@@ -132,7 +132,7 @@ fn read_csv(text: &str) -> Result<Vec<Vec<String>>, String> {
                                     column += 1;
                                     field.push('"');
                                 }
-                                Some(',') | Some('\n') | None => break,
+                                Some(',' | '\n') | None => break,
                                 Some(_) => return Err(error(start, line, column, QUOTE)),
                             }
                         }

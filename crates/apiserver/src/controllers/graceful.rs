@@ -34,7 +34,7 @@ pub fn remove_after_grace(state: &ApiState, store: &ResourceStore, object: &Arc<
         }
         // Only if nothing changed it meanwhile (a later delete with grace 0 may have won).
         match storage.delete(key.as_bytes(), Some(rv)).await {
-            Ok(_) | Err(StorageError::Conflict { .. }) | Err(StorageError::NotFound) => {}
+            Ok(_) | Err(StorageError::Conflict { .. } | StorageError::NotFound) => {}
             Err(e) => tracing::warn!(error = %e, key, "could not remove a pod after its grace period"),
         }
     });

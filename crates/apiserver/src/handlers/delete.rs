@@ -65,7 +65,7 @@ pub async fn delete_collection(w: WriteRequest<'_>) -> Result<HttpResponse, ApiE
     for object in &listed.items {
         let ns = (!object.namespace().is_empty()).then_some(object.namespace());
         match store.delete(ns, object.name(), &options).await {
-            Ok(Deletion::Deleted(o)) | Ok(Deletion::Pending(o)) => deleted.push(o),
+            Ok(Deletion::Deleted(o) | Deletion::Pending(o)) => deleted.push(o),
             Err(e) if e.code() == 404 => {}
             Err(e) => return Err(e),
         }

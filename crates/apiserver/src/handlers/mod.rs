@@ -111,7 +111,7 @@ async fn respond(
 /// The methods `path` has a route for, as a 405's `Allow` lists them.
 fn allowed_methods(state: &ApiState, path: &str, query: &Query) -> Vec<&'static str> {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    if matches!(segments.as_slice(), ["version"] | ["api"] | ["api", _] | ["apis", _, _]) {
+    if matches!(segments.as_slice(), ["version" | "api"] | ["api", _] | ["apis", _, _]) {
         return vec!["GET"];
     }
     [

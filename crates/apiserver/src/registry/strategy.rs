@@ -66,7 +66,7 @@ pub fn prepare_for_create(resource: &Resource, object: &mut Map<String, Value>) 
             }
             object.insert("status".into(), json!({"phase": "Active"}));
         }
-        ("apps", "Deployment") | ("apps", "ReplicaSet") => {
+        ("apps", "Deployment" | "ReplicaSet") => {
             let spec = object.entry("spec").or_insert_with(|| json!({}));
             if let Some(spec) = spec.as_object_mut() {
                 spec.entry("replicas").or_insert_with(|| json!(1));

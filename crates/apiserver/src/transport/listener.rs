@@ -154,6 +154,7 @@ fn backlog() -> i32 {
 
 /// The soft limit on open files before and after raising it to the hard limit (`None` if it
 /// already was there).
+#[allow(unsafe_code)]
 pub fn raise_open_file_limit() -> io::Result<Option<(libc::rlim_t, libc::rlim_t)>> {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes into the struct we pass.

@@ -61,7 +61,7 @@ pub fn check_handshake(method: &http::Method, headers: &HeaderMap) -> Result<Han
     if headers.get(header::SEC_WEBSOCKET_VERSION).and_then(|v| v.to_str().ok()) != Some("13") {
         return Err(bad_request("websocket: unsupported Sec-WebSocket-Version (only 13)"));
     }
-    let key = headers.get(header::SEC_WEBSOCKET_KEY).map(|v| v.as_bytes()).filter(|k| !k.is_empty());
+    let key = headers.get(header::SEC_WEBSOCKET_KEY).map(http::HeaderValue::as_bytes).filter(|k| !k.is_empty());
     let Some(key) = key else {
         return Err(bad_request("websocket: missing Sec-WebSocket-Key"));
     };

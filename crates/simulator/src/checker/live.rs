@@ -73,7 +73,7 @@ impl WatchCheck<'_> {
             match Step::of(delivery) {
                 Step::Event(event) => self.live_event(&mut progress, &event),
                 Step::Bookmark { revision, initial_events_end } => {
-                    self.bookmark(&mut progress, revision, initial_events_end)
+                    self.bookmark(&mut progress, revision, initial_events_end);
                 }
                 Step::Error(error) => self.error(error, Some(progress.highest)),
             }

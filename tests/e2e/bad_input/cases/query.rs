@@ -51,7 +51,7 @@ fn whole_list() -> Expect {
 }
 
 fn list_options(errors: &[&str]) -> Expect {
-    let errors: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    let errors: Vec<String> = errors.iter().map(std::string::ToString::to_string).collect();
     invalid_options("ListOptions", &errors)
 }
 

@@ -68,7 +68,11 @@ pub async fn handle(
             if selected.is_empty() {
                 return Err(ApiError::not_found_path());
             }
-            let dropped: usize = selected.iter().filter_map(|s| s.cache.as_ref()).map(|c| c.drop_watchers()).sum();
+            let dropped: usize = selected
+                .iter()
+                .filter_map(|s| s.cache.as_ref())
+                .map(listwatch_watchcache::WatchCache::drop_watchers)
+                .sum();
             json!({"dropped": dropped})
         }
         "/debug/listwatch/cache/reset" => {
