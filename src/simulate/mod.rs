@@ -8,6 +8,7 @@
 //! * [`faults`]: when each fault fires and how it is caused;
 //! * the checker itself is `listwatch_simulator::checker`.
 
+mod commands;
 mod faults;
 mod history;
 mod observe;
@@ -177,6 +178,8 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
     // they have had their chance to catch up.
     let (stop_writer_tx, stop_writer) = watch::channel(false);
     let writer = tokio::spawn(workload::run(clients[0].clone(), scenario.workload.clone(), seed, stop_writer));
+    let kubeconfig = servers.lock().await[0].kubeconfig.clone();
+    let programs = commands::start(&scenario.commands, &kubeconfig);
 
     // The faults, on time.
     let duration = scenario.duration.0;
@@ -206,6 +209,7 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
     }
     tokio::time::sleep(duration.saturating_sub(started.elapsed())).await;
 
+    let mut failed_checks = Vec::new();
     // Quiet: the writer stops; every client must catch up with storage.
     stop_writer_tx.send_replace(true);
     let writes = writer.await.context("the writer")?;
@@ -222,6 +226,11 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for program in commands::finish(programs).await {
+        if !program.passed {
+            failed_checks.push(format!("command {}: {}", program.name, program.outcome));
+        }
     }
     // Stop reading: the reflectors and the history follower end with `stop`.
     stop_tx.send_replace(true);
@@ -251,7 +260,6 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
     let storage_line: Vec<(u64, i64)> = arrived_ms.iter().copied().zip(history.iter().map(|e| e.revision)).collect();
     let recoveries = recoveries(&fault_log, &storage_line, &client_records);
 
-    let mut failed_checks = Vec::new();
     let applied: std::collections::HashSet<(String, i64)> =
         history.iter().map(|e| (format!("{}/{}", e.namespace, e.name), e.revision)).collect();
     let lost =

@@ -50,6 +50,10 @@ pub struct Scenario {
     pub workload: Workload,
     /// Who watches.
     pub clients: Vec<ClientSpec>,
+    /// Programs of the user's own (a controller, `kubectl get -w`, a test binary), run with
+    /// the server's kubeconfig in `KUBECONFIG`; their exit codes count.
+    #[serde(default)]
+    pub commands: Vec<CommandSpec>,
     /// What goes wrong, and when.
     #[serde(default)]
     pub faults: Vec<FaultStep>,
@@ -170,6 +174,31 @@ pub struct ClientSpec {
 
 fn one_u32() -> u32 {
     1
+}
+
+/// An external program run during the scenario.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CommandSpec {
+    /// A name for the report.
+    pub name: String,
+    /// The command line, run by `sh -c`.
+    pub run: String,
+    /// What counts as passing.
+    #[serde(default)]
+    pub expect: CommandExpectation,
+}
+
+/// What an external program must do.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum CommandExpectation {
+    /// Exit 0 before the run ends (the quiet period included).
+    #[default]
+    Success,
+    /// Still be running when the run ends (it is then stopped): a watcher or controller that
+    /// must survive every fault.
+    Running,
 }
 
 /// How a reflector syncs.
@@ -518,8 +547,13 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
     if !matches!(scenario.backend.members, 1 | 3) {
         return refuse(format!("backend.members: {} members; expected 1 or 3", scenario.backend.members));
     }
-    if scenario.clients.is_empty() {
-        return refuse("clients: a scenario needs at least one client".into());
+    if scenario.clients.is_empty() && scenario.commands.is_empty() {
+        return refuse("clients: a scenario needs at least one client or command".into());
+    }
+    if scenario.backend.members != 1 || scenario.backend.servers != 1 {
+        return refuse(
+            "backend: several etcd members or servers are not built yet (one member, one server for now)".into(),
+        );
     }
     if !(scenario.workload.rate > 0.0 && scenario.workload.rate.is_finite()) {
         return refuse(format!("workload.rate: {}; expected writes per second above 0", scenario.workload.rate));
@@ -610,7 +644,7 @@ faults:
         assert!(refusal(bad_break).contains("unknown variant `lose-all`"));
 
         let no_clients = "name: x\nduration: 1s\nclients: []\n";
-        assert!(refusal(no_clients).contains("at least one client"));
+        assert!(refusal(no_clients).contains("at least one client or command"));
     }
 
     #[test]
