@@ -13,6 +13,7 @@ mod kubectl;
 mod limits;
 mod listing;
 mod semantics;
+mod sim_server;
 mod transports;
 mod validation;
 mod watching;

@@ -6,7 +6,8 @@
 //! As kube's `WithMaxInFlightLimit` does:
 //! * long-running requests (watches, including `/watch/` paths and WebSocket watches, and the
 //!   `attach`/`exec`/`log`/`portforward`/`proxy` subresources) are never counted, since they
-//!   would hold a slot for their whole life;
+//!   would hold a slot for their whole life; the debug API's history stream is long-running
+//!   too;
 //! * read-only means the verbs get, list and watch; every other verb is mutating (for a
 //!   non-resource path the verb is the lower-case method, so only GET is read-only there);
 //! * the refusal is Go's `http.Error`: a plain-text body, `Retry-After: 1`.
@@ -31,6 +32,9 @@ use crate::transport::body::{Body, Chunk};
 /// kube's answer when a limit is reached (`filters.tooManyRequests`).
 pub const TOO_MANY_REQUESTS: &str = "Too many requests, please try again later.";
 
+/// The debug API's storage history: a stream that lasts as long as its reader.
+const HISTORY_PATH: &str = "/debug/listwatch/history";
+
 /// Subresources kube's `BasicLongRunningRequestCheck` treats as long-running.
 const LONG_RUNNING_SUBRESOURCES: &[&str] = &["attach", "exec", "proxy", "log", "portforward"];
 
@@ -45,6 +49,9 @@ pub enum RequestKind {
 impl RequestKind {
     /// kube's classification, from the method and the request line's target.
     pub fn of(method: &Method, uri: &http::Uri) -> RequestKind {
+        if uri.path() == HISTORY_PATH {
+            return RequestKind::LongRunning;
+        }
         // Only GET (and HEAD) can be a watch; other methods need no query parsing.
         let query =
             if matches!(*method, Method::GET | Method::HEAD) { Query::parse(uri.query()) } else { Query::default() };
@@ -199,6 +206,7 @@ mod tests {
         assert_eq!(kind(Method::GET, "/api/v1/watch/namespaces/a/pods/p"), LongRunning);
         assert_eq!(kind(Method::GET, "/apis/apps/v1/deployments?watch=true&resourceVersion=5"), LongRunning);
         assert_eq!(kind(Method::GET, "/api/v1/namespaces/a/pods/p/log"), LongRunning);
+        assert_eq!(kind(Method::GET, "/debug/listwatch/history?resourceVersion=1"), LongRunning);
         assert_eq!(kind(Method::GET, "/api/v1/namespaces/a/pods?watch=0"), ReadOnly);
         assert_eq!(kind(Method::GET, "/api/v1/namespaces/a/pods/p"), ReadOnly);
         assert_eq!(kind(Method::GET, "/healthz"), ReadOnly);

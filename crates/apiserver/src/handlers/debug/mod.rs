@@ -11,7 +11,11 @@
 //!   requests with 429 and `Retry-After`;
 //! * `POST /debug/listwatch/panic[?in=stream]`: panic in this request's handler (answered 500
 //!   by the panic guard), or, with `in=stream`, in its response stream after one line (the
-//!   body ends after that line); each counts in `listwatch_request_panics_total`.
+//!   body ends after that line); each counts in `listwatch_request_panics_total`;
+//! * `GET /debug/listwatch/history?resourceVersion=N`: storage's own history after N, streamed
+//!   (see [`history`]).
+
+mod history;
 
 use bytes::Bytes;
 use listwatch_meta::ApiError;
@@ -27,15 +31,11 @@ pub async fn handle(
     path: &str,
     query: &Query,
 ) -> Result<HttpResponse, ApiError> {
-    if method != http::Method::POST {
+    let expected = if path == "/debug/listwatch/history" { http::Method::GET } else { http::Method::POST };
+    if *method != expected {
         return Err(ApiError::method_not_supported(&listwatch_meta::GroupResource::new("", "debug"), method.as_str()));
     }
-    let int = |name: &str| -> Result<Option<i64>, ApiError> {
-        query
-            .get(name)
-            .map(|v| v.parse::<i64>().map_err(|_| ApiError::bad_request(format!("{name} must be an integer"))))
-            .transpose()
-    };
+    let int = |name: &str| int_param(query, name);
     let stores = |query: &Query| {
         let group = query.get("group").unwrap_or("");
         let resource = query.get("resource");
@@ -104,7 +104,16 @@ pub async fn handle(
             return Ok(response::with_body(200, "application/json", crate::transport::body::Body::stream(stream)));
         }
         "/debug/listwatch/panic" => panic!("debug API: a panic in a request handler"),
+        "/debug/listwatch/history" => return history::respond(state, query).await,
         _ => return Err(ApiError::not_found_path()),
     };
     Ok(response::json(200, Bytes::from(body.to_string())))
+}
+
+/// An integer query parameter, if given; 400 if it is not one.
+fn int_param(query: &Query, name: &str) -> Result<Option<i64>, ApiError> {
+    query
+        .get(name)
+        .map(|v| v.parse::<i64>().map_err(|_| ApiError::bad_request(format!("{name} must be an integer"))))
+        .transpose()
 }
