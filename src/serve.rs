@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use listwatch_apiserver::ServerConfig;
 use listwatch_apiserver::authn::{Authentication, ClientCa, TokenFile};
 use listwatch_apiserver::listener::{self, ListenAddr};
+use listwatch_apiserver::{ServerConfig, WatchBreaker};
 use listwatch_storage::Storage;
 use listwatch_storage::etcd::{EtcdOptions, EtcdStore};
 use listwatch_storage::memory::{MemoryOptions, MemoryStore};
@@ -120,6 +120,11 @@ pub struct ServeArgs {
     /// ~/.kube/config, as kind does (the current context changes only if it had none).
     #[arg(long)]
     kubeconfig_merge: bool,
+    /// Break one watch guarantee on purpose (none, skip-event, duplicate-event, bookmark-ahead,
+    /// alter-object, spurious-expired), to show that a checker catches it. Hidden: it is for
+    /// testing the watch simulator, never for serving clients.
+    #[arg(long, hide = true, default_value = "none")]
+    break_watch: WatchBreaker,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -150,6 +155,7 @@ fn server_config(args: &ServeArgs, advertise: String) -> anyhow::Result<ServerCo
         max_requests_inflight: args.max_requests_inflight,
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
         read_header_timeout: (!args.read_header_timeout.is_zero()).then_some(args.read_header_timeout),
+        break_watch: args.break_watch,
         ..Default::default()
     };
     config.cache.window = args.watch_cache_window;

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use listwatch_watchcache::WatchCacheConfig;
 
+use crate::faults::WatchBreaker;
+
 /// Settings of the API server.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -40,6 +42,9 @@ pub struct ServerConfig {
     pub read_header_timeout: Option<Duration>,
     /// Who may ask (`--token-auth-file`, `--client-ca-file`, `--anonymous-auth`).
     pub authentication: crate::authn::Authentication,
+    /// `--break-watch`: the watch guarantee every stream breaks on purpose from the start (the
+    /// debug API can change it later).
+    pub break_watch: WatchBreaker,
 }
 
 impl Default for ServerConfig {
@@ -59,6 +64,7 @@ impl Default for ServerConfig {
             max_mutating_requests_inflight: 200,
             read_header_timeout: Some(Duration::from_secs(32)),
             authentication: Default::default(),
+            break_watch: WatchBreaker::None,
         }
     }
 }

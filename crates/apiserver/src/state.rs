@@ -12,7 +12,7 @@ use listwatch_watchcache::WatchCache;
 use tokio::sync::watch;
 
 use crate::config::ServerConfig;
-use crate::faults::Throttle;
+use crate::faults::{Throttle, WatchFaults};
 use crate::registry::{DeletionNotices, ResourceStore};
 
 /// Everything a request handler needs.
@@ -26,6 +26,9 @@ pub struct ApiState {
     stores: Vec<Arc<ResourceStore>>,
     /// 429s the debug API asked for.
     pub throttle: Throttle,
+    /// What the debug API (and `--break-watch`) injects into watch streams; every stream's
+    /// pump holds it.
+    pub watch_faults: Arc<WatchFaults>,
     /// Flips to true on shutdown: open watches end.
     pub shutdown: watch::Receiver<bool>,
     shutdown_tx: watch::Sender<bool>,
@@ -69,7 +72,17 @@ impl ApiState {
             })
             .collect();
         let (shutdown_tx, shutdown) = watch::channel(false);
-        Ok(ApiState { config, storage, backend, stores, throttle: Throttle::default(), shutdown, shutdown_tx })
+        let watch_faults = Arc::new(WatchFaults::new(config.break_watch));
+        Ok(ApiState {
+            config,
+            storage,
+            backend,
+            stores,
+            throttle: Throttle::default(),
+            watch_faults,
+            shutdown,
+            shutdown_tx,
+        })
     }
 
     /// Ends open watches and stops the background work.

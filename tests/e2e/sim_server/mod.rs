@@ -6,6 +6,7 @@
 //! ([`RawStream`]), so that how a stream ends (the terminating chunk, or the connection
 //! dropped mid-event) is seen exactly, not tidied away by an HTTP library.
 
+mod breakers;
 mod history;
 
 use std::time::Duration;
@@ -167,4 +168,11 @@ pub async fn create(server: &Server, name: &str, labels: Value) -> Value {
         .await;
     assert_eq!(code, 201, "{created}");
     created
+}
+
+/// The current resourceVersion of the configmaps list.
+pub async fn list_rv(server: &Server) -> i64 {
+    let (code, list) = server.get(CMS).await;
+    assert_eq!(code, 200, "{list}");
+    rv_of(&list)
 }

@@ -13,7 +13,9 @@
 //!   by the panic guard), or, with `in=stream`, in its response stream after one line (the
 //!   body ends after that line); each counts in `listwatch_request_panics_total`;
 //! * `GET /debug/listwatch/history?resourceVersion=N`: storage's own history after N, streamed
-//!   (see [`history`]).
+//!   (see [`history`]);
+//! * `POST /debug/listwatch/break?kind=K`: break watch guarantee K on every stream from now on
+//!   (`none` restores them; see [`WatchBreaker`]).
 
 mod history;
 
@@ -21,6 +23,7 @@ use bytes::Bytes;
 use listwatch_meta::ApiError;
 use serde_json::json;
 
+use crate::faults::WatchBreaker;
 use crate::request::Query;
 use crate::response::{self, HttpResponse};
 use crate::state::ApiState;
@@ -91,6 +94,15 @@ pub async fn handle(
             let retry = int("retryAfterSeconds")?.unwrap_or(1).clamp(1, 3600) as u32;
             state.throttle.set(count, retry);
             json!({"throttled": count, "retryAfterSeconds": retry})
+        }
+        "/debug/listwatch/break" => {
+            let breaker = query
+                .get("kind")
+                .ok_or_else(|| String::from("kind is required"))
+                .and_then(str::parse::<WatchBreaker>)
+                .map_err(ApiError::bad_request)?;
+            state.watch_faults.breaker.set(breaker);
+            json!({"breakWatch": breaker.name()})
         }
         "/debug/listwatch/panic" if query.get("in") == Some("stream") => {
             use futures::StreamExt;

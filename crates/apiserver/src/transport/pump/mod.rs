@@ -2,11 +2,14 @@
 //! deadline, at shutdown or after an ERROR event, encodes each event once (the objects'
 //! bytes shared with every other watcher), counts what is sent, and hands each batch to the
 //! transport's [`Framing`], which only decides how a batch becomes frames on its wire
-//! (one chunk of a chunked body, or one WebSocket message per event). Faults on the wire
-//! (latency, truncation, resets) belong here, once, for every transport.
+//! (one chunk of a chunked body, or one WebSocket message per event). Faults belong here,
+//! once, for every transport: the deliberate guarantee breakers ([`breakers`]).
+
+mod breakers;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -15,6 +18,7 @@ use listwatch_encoding::{EventEncoder, MediaType};
 use listwatch_meta::{Resource, WatchEvent};
 use tokio::sync::watch;
 
+use crate::faults::{WatchBreaker, WatchFaults};
 use crate::metrics;
 use crate::options::with_client_version;
 use crate::registry::WatchSource;
@@ -36,6 +40,8 @@ pub struct PreparedWatch {
     pub resource: &'static Resource,
     /// The client's resourceVersion, named in a "too large" ERROR event.
     pub client_version: u64,
+    /// The faults injected into watch streams (the debug API's switches).
+    pub faults: Arc<WatchFaults>,
 }
 
 impl PreparedWatch {
@@ -92,6 +98,11 @@ struct PumpState<F> {
     metrics: metrics::WatchEventMetrics,
     _registered: Registered,
     ended: bool,
+    /// No batch was taken yet.
+    fresh: bool,
+    /// Events at or below this resourceVersion are the initial events.
+    initial_through: i64,
+    breaking: breakers::Breaking,
 }
 
 /// The frames of a watch, until the source ends, the deadline passes, the server shuts
@@ -110,9 +121,12 @@ pub fn pump<F: Framing>(
         ends: Vec::with_capacity(MAX_EVENTS_PER_BATCH),
         metrics: metrics::WatchEventMetrics::for_resource(watch.resource),
         _registered: Registered::new(watch.resource),
+        initial_through: watch.source.initial_through(),
         watch,
         framing,
         ended: false,
+        fresh: true,
+        breaking: breakers::Breaking::default(),
     };
     futures::stream::unfold(state, |mut s| async move {
         if s.ended {
@@ -125,11 +139,17 @@ pub fn pump<F: Framing>(
         if Instant::now() >= s.watch.deadline {
             return None;
         }
-        tokio::select! {
-            biased;
-            _ = &mut s.deadline => return None,
-            _ = &mut s.shutdown => return None,
-            more = s.watch.next_batch(&mut s.events) => if !more { return None },
+        let breaker = s.watch.faults.breaker.get();
+        if std::mem::take(&mut s.fresh) && breaker == WatchBreaker::SpuriousExpired && s.watch.client_version > 0 {
+            s.events.push(breakers::spurious_expired(s.watch.client_version));
+        } else {
+            tokio::select! {
+                biased;
+                _ = &mut s.deadline => return None,
+                _ = &mut s.shutdown => return None,
+                more = s.watch.next_batch(&mut s.events) => if !more { return None },
+            }
+            s.breaking.apply(breaker, &mut s.events, s.initial_through, s.watch.resource);
         }
         let mut pieces = Vec::with_capacity(s.events.len() * 3);
         for event in &s.events {
