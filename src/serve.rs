@@ -16,6 +16,7 @@ use listwatch_apiserver::listener::{self, ListenAddr};
 use listwatch_apiserver::{ServerConfig, WatchBreaker};
 use listwatch_storage::Storage;
 use listwatch_storage::etcd::{EtcdOptions, EtcdStore};
+use listwatch_storage::faults::{FaultyStorage, Outage};
 use listwatch_storage::memory::{MemoryOptions, MemoryStore};
 
 use crate::kubeconfig::{self, Credentials, home};
@@ -41,7 +42,8 @@ pub struct ServeArgs {
     /// Write a kubeconfig for this server here [default: ~/.kube/listwatch-config].
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
-    /// Enable /debug/listwatch/* (compact now, drop watchers, reset a cache, inject 429s).
+    /// Enable /debug/listwatch/* (compact now, drop watchers, reset a cache, inject 429s, storage
+    /// outages and faults on watch streams, stream storage's history).
     #[arg(long)]
     enable_debug_api: bool,
     /// Serve reads and watches from watch caches.
@@ -325,6 +327,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let server = format!("{}://{addr}", if tls.is_some() { "https" } else { "http" });
     let mut config = server_config(&args, addr.to_string())?;
     config.authentication = security.authentication.clone();
+    // With the debug API on, storage can be made to fail on purpose (a storage outage).
+    let storage = if args.enable_debug_api {
+        let outage = Outage::default();
+        config.storage_outage = Some(outage.clone());
+        Arc::new(FaultyStorage::new(storage, outage)) as Arc<dyn Storage>
+    } else {
+        storage
+    };
     let state = listwatch_apiserver::start(config, storage).await.context("starting the API server")?;
     write_kubeconfigs(&args, &kubeconfig, &server, security)?;
     let serving = tokio::spawn(listwatch_apiserver::serve(listener, state.clone(), tls, shutdown_signal()));

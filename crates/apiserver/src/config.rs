@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use listwatch_storage::faults::Outage;
 use listwatch_watchcache::WatchCacheConfig;
 
 use crate::faults::WatchBreaker;
@@ -45,6 +46,10 @@ pub struct ServerConfig {
     /// `--break-watch`: the watch guarantee every stream breaks on purpose from the start (the
     /// debug API can change it later).
     pub break_watch: WatchBreaker,
+    /// The switch of the fault-injecting storage `listwatch serve` wraps around the backend
+    /// when the debug API is on (`POST /debug/listwatch/storage/outage`); `None` when storage
+    /// is not wrapped, and outages cannot be injected.
+    pub storage_outage: Option<Outage>,
 }
 
 impl Default for ServerConfig {
@@ -65,6 +70,7 @@ impl Default for ServerConfig {
             read_header_timeout: Some(Duration::from_secs(32)),
             authentication: Default::default(),
             break_watch: WatchBreaker::None,
+            storage_outage: None,
         }
     }
 }

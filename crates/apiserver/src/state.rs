@@ -117,6 +117,11 @@ impl ApiState {
         self.stores.iter().all(|s| s.cache.as_ref().is_none_or(WatchCache::is_ready))
     }
 
+    /// Whether storage is failing on purpose now (a debug API outage).
+    pub fn storage_is_out(&self) -> bool {
+        self.config.storage_outage.as_ref().is_some_and(|outage| outage.is_active())
+    }
+
     /// Waits (bounded) until the caches are ready.
     pub async fn wait_ready(&self, timeout: Duration) -> bool {
         for cache in self.stores.iter().filter_map(|s| s.cache.as_ref()) {

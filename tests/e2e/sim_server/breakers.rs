@@ -5,8 +5,8 @@
 
 use serde_json::{Value, json};
 
-use super::{CMS, RawStream, Read, SECONDS, create, list_rv, rv_of};
-use crate::support::{Backend, Server, assert_failure, event_rv};
+use super::{CMS, RawStream, Read, SECONDS, create, event_rv, list_rv, rv_of};
+use crate::support::{Backend, Server, assert_failure};
 
 mod cached {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,7 @@
 
 mod breakers;
 mod history;
+mod outage;
 
 use std::time::Duration;
 
@@ -159,6 +160,11 @@ impl RawStream {
 /// The resourceVersion of an object (as the API returns it).
 pub fn rv_of(object: &Value) -> i64 {
     object["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok()).expect("a resourceVersion")
+}
+
+/// The resourceVersion of a watch event's object.
+pub fn event_rv(event: &Value) -> i64 {
+    crate::support::event_rv(event)
 }
 
 /// Creates configmap `name` with `labels`; returns the created object.
