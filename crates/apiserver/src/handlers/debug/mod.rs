@@ -17,9 +17,12 @@
 //! * `POST /debug/listwatch/break?kind=K`: break watch guarantee K on every stream from now on
 //!   (`none` restores them; see [`WatchBreaker`]);
 //! * `POST /debug/listwatch/storage/outage?for=D`: every storage call fails as a dead etcd's
-//!   would for D (`0s` ends an outage early; see `listwatch_storage::faults`).
+//!   would for D (`0s` ends an outage early; see `listwatch_storage::faults`);
+//! * `POST /debug/listwatch/streams?fault=F&...`: network faults on watch streams (latency,
+//!   cuts mid-event, blackholes, HTTP/2 GOAWAY; see [`streams`]).
 
 mod history;
+mod streams;
 
 use bytes::Bytes;
 use listwatch_meta::ApiError;
@@ -114,6 +117,7 @@ pub async fn handle(
             outage.start(duration);
             json!({"outageSeconds": duration.as_secs_f64()})
         }
+        "/debug/listwatch/streams" => streams::respond(state, query)?,
         "/debug/listwatch/panic" if query.get("in") == Some("stream") => {
             use futures::StreamExt;
             let stream = futures::stream::iter(0..2).map(|n| {

@@ -3,10 +3,14 @@
 //! bytes shared with every other watcher), counts what is sent, and hands each batch to the
 //! transport's [`Framing`], which only decides how a batch becomes frames on its wire
 //! (one chunk of a chunked body, or one WebSocket message per event). Faults belong here,
-//! once, for every transport: the deliberate guarantee breakers ([`breakers`]).
+//! once, for every transport: the deliberate guarantee breakers ([`breakers`]) and the
+//! network faults ([`network`]: latency, cuts mid-event, blackholes), which end a stream
+//! abnormally ([`Aborted`]) where a broken network would.
 
 mod breakers;
+mod network;
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -22,6 +26,7 @@ use crate::faults::{WatchBreaker, WatchFaults};
 use crate::metrics;
 use crate::options::with_client_version;
 use crate::registry::WatchSource;
+use crate::transport::body::Aborted;
 
 /// At most this many events per batch (and per write).
 const MAX_EVENTS_PER_BATCH: usize = 256;
@@ -68,6 +73,10 @@ pub trait Framing: Send + 'static {
     /// The frame of one batch: `pieces` holds its events encoded back to back, event `i`
     /// ending at `pieces[..ends[i]]`. `None` ends the watch (a batch this wire cannot carry).
     fn frame(&mut self, pieces: Vec<Bytes>, ends: &[usize]) -> Option<Self::Frame>;
+
+    /// The frame of the first bytes of an event cut short (an injected fault), or `None` when
+    /// this wire cannot carry part of an event.
+    fn partial(&mut self, bytes: Bytes) -> Option<Self::Frame>;
 }
 
 /// Counts a watch as registered while it lives.
@@ -86,9 +95,13 @@ impl Drop for Registered {
     }
 }
 
+/// Batches a stream may hold under injected latency before it stops taking more from its
+/// source (which then falls behind as a slow reader would).
+const MAX_HELD_BATCHES: usize = 1024;
+
 /// The state of a watch between batches: kept for the watch's life, so a batch costs no
 /// allocation beyond its pieces and no timer re-arming.
-struct PumpState<F> {
+struct PumpState<F: Framing> {
     watch: PreparedWatch,
     framing: F,
     deadline: Pin<Box<tokio::time::Sleep>>,
@@ -97,21 +110,31 @@ struct PumpState<F> {
     ends: Vec<usize>,
     metrics: metrics::WatchEventMetrics,
     _registered: Registered,
-    ended: bool,
+    /// The source has nothing more (it ended, or an ERROR event was taken): what is held goes
+    /// out, then the stream ends.
+    source_done: bool,
+    /// Nothing more is written.
+    finished: bool,
+    /// The stream ends abnormally at the next step (after a cut's partial event).
+    abort_next: bool,
     /// No batch was taken yet.
     fresh: bool,
     /// Events at or below this resourceVersion are the initial events.
     initial_through: i64,
     breaking: breakers::Breaking,
+    network: network::NetworkView,
+    /// Frames held back by injected latency, with when each is due, in order.
+    held: VecDeque<(Instant, F::Frame)>,
 }
 
 /// The frames of a watch, until the source ends, the deadline passes, the server shuts
-/// down (`shutdown` turns true), or an ERROR event was sent.
+/// down (`shutdown` turns true), or an ERROR event was sent; `Err` when an injected fault
+/// ends it abnormally.
 pub fn pump<F: Framing>(
     watch: PreparedWatch,
     mut shutdown: watch::Receiver<bool>,
     framing: F,
-) -> impl Stream<Item = F::Frame> + Send + 'static {
+) -> impl Stream<Item = Result<F::Frame, Aborted>> + Send + 'static {
     let state = PumpState {
         deadline: Box::pin(tokio::time::sleep_until(watch.deadline.into())),
         shutdown: Box::pin(async move {
@@ -122,44 +145,115 @@ pub fn pump<F: Framing>(
         metrics: metrics::WatchEventMetrics::for_resource(watch.resource),
         _registered: Registered::new(watch.resource),
         initial_through: watch.source.initial_through(),
+        network: network::NetworkView::new(&watch.faults.streams),
         watch,
         framing,
-        ended: false,
+        source_done: false,
+        finished: false,
+        abort_next: false,
         fresh: true,
         breaking: breakers::Breaking::default(),
+        held: VecDeque::new(),
     };
     futures::stream::unfold(state, |mut s| async move {
-        if s.ended {
-            return None;
-        }
-        s.events.clear();
-        s.ends.clear();
-        // The deadline first: a watch whose deadline has passed (a negative timeoutSeconds)
-        // ends even when events are ready (the timer alone may fire a tick late).
-        if Instant::now() >= s.watch.deadline {
-            return None;
-        }
-        let breaker = s.watch.faults.breaker.get();
-        if std::mem::take(&mut s.fresh) && breaker == WatchBreaker::SpuriousExpired && s.watch.client_version > 0 {
-            s.events.push(breakers::spurious_expired(s.watch.client_version));
-        } else {
-            tokio::select! {
-                biased;
-                _ = &mut s.deadline => return None,
-                _ = &mut s.shutdown => return None,
-                more = s.watch.next_batch(&mut s.events) => if !more { return None },
-            }
-            s.breaking.apply(breaker, &mut s.events, s.initial_through, s.watch.resource);
-        }
-        let mut pieces = Vec::with_capacity(s.events.len() * 3);
-        for event in &s.events {
-            let before = pieces.len();
-            s.watch.encoder.event(event, &mut pieces);
-            s.metrics.sent(pieces[before..].iter().map(Bytes::len).sum());
-            s.ends.push(pieces.len());
-            s.ended |= matches!(event, WatchEvent::Error(_));
-        }
-        let frame = s.framing.frame(pieces, &s.ends)?;
-        Some((frame, s))
+        let item = s.step().await?;
+        Some((item, s))
     })
+}
+
+impl<F: Framing> PumpState<F> {
+    /// The next frame, an abnormal end, or `None` once the watch is over.
+    async fn step(&mut self) -> Option<Result<F::Frame, Aborted>> {
+        loop {
+            if std::mem::take(&mut self.abort_next) {
+                return Some(Err(Aborted));
+            }
+            // The deadline first: a watch whose deadline has passed (a negative timeoutSeconds)
+            // ends even when events are ready (the timer alone may fire a tick late).
+            if self.finished || Instant::now() >= self.watch.deadline {
+                return None;
+            }
+            self.network.refresh();
+            if let Some(end) = self.network.blackhole_end() {
+                // Silent, the connection open, until the blackhole ends; then broken.
+                tokio::select! {
+                    biased;
+                    _ = &mut self.deadline => return None,
+                    _ = &mut self.shutdown => return None,
+                    _ = tokio::time::sleep_until(end.into()) => {
+                        self.finished = true;
+                        return Some(Err(Aborted));
+                    }
+                    _ = self.network.changed() => continue,
+                }
+            }
+            let held_due = self.held.front().map(|(due, _)| *due);
+            if held_due.is_some_and(|due| due <= Instant::now()) {
+                return self.held.pop_front().map(|(_, frame)| Ok(frame));
+            }
+            let until_held_due = async {
+                match held_due {
+                    Some(due) => tokio::time::sleep_until(due.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            self.events.clear();
+            self.ends.clear();
+            let breaker = self.watch.faults.breaker.get();
+            if std::mem::take(&mut self.fresh)
+                && breaker == WatchBreaker::SpuriousExpired
+                && self.watch.client_version > 0
+            {
+                self.events.push(breakers::spurious_expired(self.watch.client_version));
+            } else {
+                let take_more = !self.source_done && self.held.len() < MAX_HELD_BATCHES;
+                if !take_more && held_due.is_none() {
+                    return None;
+                }
+                tokio::select! {
+                    biased;
+                    _ = &mut self.deadline => return None,
+                    _ = &mut self.shutdown => return None,
+                    _ = self.network.changed() => continue,
+                    _ = until_held_due => continue,
+                    more = self.watch.next_batch(&mut self.events), if take_more => {
+                        if !more {
+                            self.source_done = true;
+                            continue;
+                        }
+                    }
+                }
+                self.breaking.apply(breaker, &mut self.events, self.initial_through, self.watch.resource);
+            }
+            let mut pieces = Vec::with_capacity(self.events.len() * 3);
+            for event in &self.events {
+                let before = pieces.len();
+                self.watch.encoder.event(event, &mut pieces);
+                self.metrics.sent(pieces[before..].iter().map(Bytes::len).sum());
+                self.ends.push(pieces.len());
+                self.source_done |= matches!(event, WatchEvent::Error(_));
+            }
+            if self.network.take_cut() {
+                // Half of the first event, then the connection breaks (frames held back are
+                // lost with it, as bytes in flight are).
+                self.finished = true;
+                self.abort_next = true;
+                let first = self.ends.first().copied().unwrap_or(0);
+                match self.framing.partial(network::first_half(&pieces[..first])) {
+                    Some(frame) => return Some(Ok(frame)),
+                    None => continue,
+                }
+            }
+            let frame = self.framing.frame(pieces, &self.ends)?;
+            let delay = self.network.latency();
+            if delay.is_none() && self.held.is_empty() {
+                return Some(Ok(frame));
+            }
+            // Held back (or behind frames held back): due after the delay, never before the
+            // frame ahead of it, so the order is kept.
+            let now = Instant::now();
+            let due = delay.map_or(now, |delay| now + delay).max(self.held.back().map_or(now, |(due, _)| *due));
+            self.held.push_back((due, frame));
+        }
+    }
 }
