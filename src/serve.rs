@@ -11,11 +11,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use listwatch_apiserver::ServerConfig;
 use listwatch_apiserver::authn::{Authentication, ClientCa, TokenFile};
 use listwatch_apiserver::listener::{self, ListenAddr};
+use listwatch_apiserver::{ServerConfig, WatchBreaker};
 use listwatch_storage::Storage;
 use listwatch_storage::etcd::{EtcdOptions, EtcdStore};
+use listwatch_storage::faults::{FaultyStorage, Outage};
 use listwatch_storage::memory::{MemoryOptions, MemoryStore};
 
 use crate::kubeconfig::{self, Credentials, home};
@@ -41,7 +42,8 @@ pub struct ServeArgs {
     /// Write a kubeconfig for this server here [default: ~/.kube/listwatch-config].
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
-    /// Enable /debug/listwatch/* (compact now, drop watchers, reset a cache, inject 429s).
+    /// Enable /debug/listwatch/* (compact now, drop watchers, reset a cache, inject 429s, storage
+    /// outages and faults on watch streams, stream storage's history).
     #[arg(long)]
     enable_debug_api: bool,
     /// Serve reads and watches from watch caches.
@@ -120,6 +122,11 @@ pub struct ServeArgs {
     /// ~/.kube/config, as kind does (the current context changes only if it had none).
     #[arg(long)]
     kubeconfig_merge: bool,
+    /// Break one watch guarantee on purpose (none, skip-event, duplicate-event, bookmark-ahead,
+    /// alter-object, spurious-expired), to show that a checker catches it. Hidden: it is for
+    /// testing the watch simulator, never for serving clients.
+    #[arg(long, hide = true, default_value = "none")]
+    break_watch: WatchBreaker,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -150,6 +157,7 @@ fn server_config(args: &ServeArgs, advertise: String) -> anyhow::Result<ServerCo
         max_requests_inflight: args.max_requests_inflight,
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
         read_header_timeout: (!args.read_header_timeout.is_zero()).then_some(args.read_header_timeout),
+        break_watch: args.break_watch,
         ..Default::default()
     };
     config.cache.window = args.watch_cache_window;
@@ -319,6 +327,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let server = format!("{}://{addr}", if tls.is_some() { "https" } else { "http" });
     let mut config = server_config(&args, addr.to_string())?;
     config.authentication = security.authentication.clone();
+    // With the debug API on, storage can be made to fail on purpose (a storage outage).
+    let storage = if args.enable_debug_api {
+        let outage = Outage::default();
+        config.storage_outage = Some(outage.clone());
+        Arc::new(FaultyStorage::new(storage, outage)) as Arc<dyn Storage>
+    } else {
+        storage
+    };
     let state = listwatch_apiserver::start(config, storage).await.context("starting the API server")?;
     write_kubeconfigs(&args, &kubeconfig, &server, security)?;
     let serving = tokio::spawn(listwatch_apiserver::serve(listener, state.clone(), tls, shutdown_signal()));

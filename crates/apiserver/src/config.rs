@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
+use listwatch_storage::faults::Outage;
 use listwatch_watchcache::WatchCacheConfig;
+
+use crate::faults::WatchBreaker;
 
 /// Settings of the API server.
 #[derive(Clone, Debug)]
@@ -40,6 +43,13 @@ pub struct ServerConfig {
     pub read_header_timeout: Option<Duration>,
     /// Who may ask (`--token-auth-file`, `--client-ca-file`, `--anonymous-auth`).
     pub authentication: crate::authn::Authentication,
+    /// `--break-watch`: the watch guarantee every stream breaks on purpose from the start (the
+    /// debug API can change it later).
+    pub break_watch: WatchBreaker,
+    /// The switch of the fault-injecting storage `listwatch serve` wraps around the backend
+    /// when the debug API is on (`POST /debug/listwatch/storage/outage`); `None` when storage
+    /// is not wrapped, and outages cannot be injected.
+    pub storage_outage: Option<Outage>,
 }
 
 impl Default for ServerConfig {
@@ -59,6 +69,8 @@ impl Default for ServerConfig {
             max_mutating_requests_inflight: 200,
             read_header_timeout: Some(Duration::from_secs(32)),
             authentication: Default::default(),
+            break_watch: WatchBreaker::None,
+            storage_outage: None,
         }
     }
 }

@@ -18,7 +18,7 @@
 //!   answer is built, what is counted, the last-resort panic guard, injected faults.
 //!
 //! Only what the `listwatch` binary needs is public: [`start`], [`serve`], [`ServerConfig`],
-//! [`ApiState`], [`authn`], [`listener`] and [`tls`]. The map above links the private modules
+//! [`ApiState`], [`WatchBreaker`], [`authn`], [`listener`] and [`tls`]. The map above links the private modules
 //! for readers of the source (`cargo doc --document-private-items` renders them).
 #![allow(rustdoc::private_intra_doc_links)]
 
@@ -39,6 +39,7 @@ mod state;
 mod transport;
 
 pub use config::{REQUEST_THREAD_STACK_BYTES, ServerConfig};
+pub use faults::WatchBreaker;
 pub use server::{serve, start};
 pub use state::ApiState;
 pub use transport::{listener, tls};

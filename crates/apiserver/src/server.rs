@@ -56,7 +56,13 @@ pub async fn serve(
     ));
     let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let setup_timeout = state.config.read_header_timeout;
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    // Every connection holds a sender: once all are dropped, the drain is over.
+    let (open, mut all_closed) = tokio::sync::mpsc::channel::<()>(1);
+    let closing = crate::transport::conn::Closing {
+        shutdown: state.shutdown.clone(),
+        goaways: state.watch_faults.streams.goaways(),
+        open,
+    };
     let mut shutdown = std::pin::pin!(shutdown);
     // Go's http.Server backoff after a failed accept (EMFILE and the like): 5 ms doubling to 1 s,
     // so a full file table neither spins the loop nor ends the server.
@@ -84,15 +90,17 @@ pub async fn serve(
                     tls.clone(),
                     builder.clone(),
                     service,
-                    graceful.watcher(),
+                    closing.clone(),
                     setup_timeout,
                 ));
             }
             _ = &mut shutdown => break,
         }
     }
+    // Connections shut down gracefully and open watches end.
     state.shut_down();
-    if tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await.is_err() {
+    drop(closing);
+    if tokio::time::timeout(Duration::from_secs(5), all_closed.recv()).await.is_err() {
         tracing::warn!("some connections did not close within 5 s");
     }
 }

@@ -12,7 +12,7 @@ use listwatch_watchcache::WatchCache;
 use tokio::sync::watch;
 
 use crate::config::ServerConfig;
-use crate::faults::Throttle;
+use crate::faults::{Throttle, WatchFaults};
 use crate::registry::{DeletionNotices, ResourceStore};
 
 /// Everything a request handler needs.
@@ -26,6 +26,9 @@ pub struct ApiState {
     stores: Vec<Arc<ResourceStore>>,
     /// 429s the debug API asked for.
     pub throttle: Throttle,
+    /// What the debug API (and `--break-watch`) injects into watch streams; every stream's
+    /// pump holds it.
+    pub watch_faults: Arc<WatchFaults>,
     /// Flips to true on shutdown: open watches end.
     pub shutdown: watch::Receiver<bool>,
     shutdown_tx: watch::Sender<bool>,
@@ -69,7 +72,17 @@ impl ApiState {
             })
             .collect();
         let (shutdown_tx, shutdown) = watch::channel(false);
-        Ok(ApiState { config, storage, backend, stores, throttle: Throttle::default(), shutdown, shutdown_tx })
+        let watch_faults = Arc::new(WatchFaults::new(config.break_watch));
+        Ok(ApiState {
+            config,
+            storage,
+            backend,
+            stores,
+            throttle: Throttle::default(),
+            watch_faults,
+            shutdown,
+            shutdown_tx,
+        })
     }
 
     /// Ends open watches and stops the background work.
@@ -102,6 +115,11 @@ impl ApiState {
     /// Whether every watch cache has its initial list.
     pub fn is_ready(&self) -> bool {
         self.stores.iter().all(|s| s.cache.as_ref().is_none_or(WatchCache::is_ready))
+    }
+
+    /// Whether storage is failing on purpose now (a debug API outage).
+    pub fn storage_is_out(&self) -> bool {
+        self.config.storage_outage.as_ref().is_some_and(listwatch_storage::faults::Outage::is_active)
     }
 
     /// Waits (bounded) until the caches are ready.

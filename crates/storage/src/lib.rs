@@ -17,9 +17,11 @@
 //! Two backends implement it: [`memory::MemoryStore`], the embedded (optionally durable) MVCC
 //! store that `listwatch serve` uses by default, and [`etcd::EtcdStore`], a real etcd cluster
 //! reached over gRPC. One contract test suite (`tests/contract.rs`) runs against both.
+//! [`faults::FaultyStorage`] wraps either to make it fail on purpose (a storage outage).
 
 pub mod compactor;
 pub mod etcd;
+pub mod faults;
 pub mod memory;
 mod types;
 

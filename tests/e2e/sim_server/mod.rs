@@ -6,7 +6,10 @@
 //! ([`RawStream`]), so that how a stream ends (the terminating chunk, or the connection
 //! dropped mid-event) is seen exactly, not tidied away by an HTTP library.
 
+mod breakers;
 mod history;
+mod outage;
+mod streams;
 
 use std::time::Duration;
 
@@ -29,8 +32,9 @@ pub enum Read {
     Line(Value),
     /// The terminating chunk: the body ended as HTTP means it to.
     Clean,
-    /// The connection closed without the terminating chunk.
-    Abrupt,
+    /// The connection closed without the terminating chunk; the bytes after the last whole
+    /// line are kept (part of an event when the stream was cut mid-event).
+    Abrupt(Vec<u8>),
 }
 
 /// A streamed response read over raw HTTP/1.1, its chunked body decoded by hand.
@@ -42,6 +46,8 @@ pub struct RawStream {
     body: Vec<u8>,
     /// The terminating chunk was seen.
     terminated: bool,
+    /// The bytes of the last line returned, newline included.
+    pub last_line: Vec<u8>,
     /// The head's status code.
     pub status: u16,
 }
@@ -60,7 +66,8 @@ impl RawStream {
         let request =
             format!("GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: application/json\r\n\r\n", server.authority());
         conn.write_all(request.as_bytes()).await.expect("send the request");
-        let mut stream = RawStream { conn, raw: Vec::new(), body: Vec::new(), terminated: false, status: 0 };
+        let mut stream =
+            RawStream { conn, raw: Vec::new(), body: Vec::new(), terminated: false, last_line: Vec::new(), status: 0 };
         let head = tokio::time::timeout(SECONDS, stream.head()).await.expect("a response head in time");
         stream.status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
         if stream.status == 200 {
@@ -127,9 +134,9 @@ impl RawStream {
         loop {
             self.decode();
             if let Some(end) = self.body.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = self.body.drain(..=end).collect();
-                let value = serde_json::from_slice(&line)
-                    .unwrap_or_else(|e| panic!("a JSON line, got {:?}: {e}", String::from_utf8_lossy(&line)));
+                self.last_line = self.body.drain(..=end).collect();
+                let value = serde_json::from_slice(&self.last_line)
+                    .unwrap_or_else(|e| panic!("a JSON line, got {:?}: {e}", String::from_utf8_lossy(&self.last_line)));
                 return Read::Line(value);
             }
             if self.terminated {
@@ -137,8 +144,18 @@ impl RawStream {
                 return Read::Clean;
             }
             if !self.fill().await {
-                return Read::Abrupt;
+                // Undecoded bytes are a chunk cut short: they belong to the partial event too.
+                let mut partial = std::mem::take(&mut self.body);
+                partial.extend_from_slice(&self.raw);
+                return Read::Abrupt(partial);
             }
+        }
+    }
+
+    /// Waits `quiet` and asserts that nothing arrived meanwhile (the stream stays open).
+    pub async fn assert_silent_for(&mut self, quiet: Duration) {
+        if let Ok(read) = tokio::time::timeout(quiet, self.next_read()).await {
+            panic!("expected silence for {quiet:?}, got {read:?}");
         }
     }
 
@@ -160,6 +177,11 @@ pub fn rv_of(object: &Value) -> i64 {
     object["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok()).expect("a resourceVersion")
 }
 
+/// The resourceVersion of a watch event's object.
+pub fn event_rv(event: &Value) -> i64 {
+    crate::support::event_rv(event)
+}
+
 /// Creates configmap `name` with `labels`; returns the created object.
 pub async fn create(server: &Server, name: &str, labels: Value) -> Value {
     let (code, created) = server
@@ -167,4 +189,11 @@ pub async fn create(server: &Server, name: &str, labels: Value) -> Value {
         .await;
     assert_eq!(code, 201, "{created}");
     created
+}
+
+/// The current resourceVersion of the configmaps list.
+pub async fn list_rv(server: &Server) -> i64 {
+    let (code, list) = server.get(CMS).await;
+    assert_eq!(code, 200, "{list}");
+    rv_of(&list)
 }

@@ -152,15 +152,15 @@ async fn route(
     match path {
         "/healthz" | "/livez" => return text("ok"),
         "/readyz" => {
-            return if state.is_ready() {
-                text("ok")
+            // kube-apiserver's etcd-readiness check, and the watch caches' own.
+            let failed: &'static [u8] = if state.storage_is_out() {
+                b"[-]etcd-readiness failed: reason withheld\nreadyz check failed"
+            } else if !state.is_ready() {
+                b"[-]watch-cache not ready\nreadyz check failed"
             } else {
-                Ok(response::with_body(
-                    500,
-                    "text/plain; charset=utf-8",
-                    Body::full(Bytes::from_static(b"[-]watch-cache not ready\nreadyz check failed")),
-                ))
+                return text("ok");
             };
+            return Ok(response::with_body(500, "text/plain; charset=utf-8", Body::full(Bytes::from_static(failed))));
         }
         "/version" | "/version/" => return get_only(json(discovery::version())),
         "/metrics" => {

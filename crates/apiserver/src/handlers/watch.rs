@@ -80,7 +80,8 @@ async fn prepare(
     let source =
         store.watch(&options, namespace, deadline).await.map_err(|e| with_client_version(e, client_version))?;
     let encoder = EventEncoder::new(Encoder::new(resource, media));
-    Ok(PreparedWatch { source, encoder, deadline, media, resource, client_version })
+    let faults = state.watch_faults.clone();
+    Ok(PreparedWatch { source, encoder, deadline, media, resource, client_version, faults })
 }
 
 /// Longer than any watch is meant to live, and far from where `Instant` overflows.

@@ -41,8 +41,9 @@ pub struct ListResult {
 pub enum WatchSource {
     /// One of the watch cache's watchers.
     Cache(CacheWatcher),
-    /// A storage watch of its own (uncached resources).
-    Direct(DirectWatcher),
+    /// A storage watch of its own (uncached resources), with the resourceVersion its initial
+    /// events are at or below.
+    Direct { watcher: DirectWatcher, initial_through: i64 },
     /// A watch that is only an ERROR event (a start the cache cannot serve, sent as kube sends
     /// it: a 200, then the error in the stream).
     Error(Option<ApiError>),
@@ -54,7 +55,7 @@ impl WatchSource {
     pub async fn next_batch(&mut self, out: &mut Vec<WatchEvent>, max: usize) -> bool {
         match self {
             WatchSource::Cache(w) => w.next_batch(out, max).await,
-            WatchSource::Direct(w) => w.next_batch(out, max).await,
+            WatchSource::Direct { watcher, .. } => watcher.next_batch(out, max).await,
             WatchSource::Error(e) => match e.take() {
                 Some(e) => {
                     out.push(WatchEvent::Error(e));
@@ -62,6 +63,16 @@ impl WatchSource {
                 }
                 None => false,
             },
+        }
+    }
+
+    /// The resourceVersion at or below which this watch's events are its initial events (the
+    /// state it started from); above it they are changes.
+    pub fn initial_through(&self) -> i64 {
+        match self {
+            WatchSource::Cache(w) => w.start_resource_version(),
+            WatchSource::Direct { initial_through, .. } => *initial_through,
+            WatchSource::Error(_) => 0,
         }
     }
 }
@@ -240,6 +251,10 @@ impl ResourceStore {
             Some(initial) => initial,
             None => matches!(options.resource_version, RequestedVersion::Unset | RequestedVersion::Any),
         };
+        let after = match start {
+            DirectStart::After(rv) => Some(rv),
+            DirectStart::ListThenWatch { .. } => None,
+        };
         let direct_options = DirectOptions {
             start,
             predicate: self.predicate(options),
@@ -248,7 +263,13 @@ impl ResourceStore {
         let watcher =
             direct::watch(&self.storage, self.resource, self.prefix(namespace), direct_options, self.list_page_size)
                 .await?;
-        Ok(WatchSource::Direct(watcher))
+        // The list's revision is not told: storage's revision after it is at or past it, so
+        // every initial event is at or below that (what the debug API's breakers count from).
+        let initial_through = match after {
+            Some(rv) => rv,
+            None => self.storage.current_revision().await.unwrap_or(0),
+        };
+        Ok(WatchSource::Direct { watcher, initial_through })
     }
 }
 

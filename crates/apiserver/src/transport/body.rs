@@ -3,10 +3,10 @@
 //! Every response body is a stream of [`Chunk`]s: one or several `Bytes` written back to back.
 //! A watch batch is a chunk of many pieces (each event's small envelope and its shared,
 //! memoized object bytes), so hyper can write a whole batch with one vectored write and no
-//! copy.
+//! copy. A streamed body may end [`Aborted`]: on purpose, without its proper end (a fault the
+//! debug API injects).
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::io::IoSlice;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -75,7 +75,13 @@ impl Buf for Chunk {
     }
 }
 
-type ChunkStream = Pin<Box<dyn Stream<Item = Chunk> + Send>>;
+/// A body ended on purpose without its proper end: hyper then drops the connection without
+/// the terminating chunk (HTTP/1.1) or resets the stream (HTTP/2), as a broken network would.
+#[derive(Debug, thiserror::Error)]
+#[error("the response body was cut on purpose (debug API)")]
+pub struct Aborted;
+
+type ChunkStream = Pin<Box<dyn Stream<Item = Result<Chunk, Aborted>> + Send>>;
 
 /// A response body: empty, whole, or streamed.
 pub enum Body {
@@ -98,19 +104,25 @@ impl Body {
     }
 
     pub fn stream(stream: impl Stream<Item = Chunk> + Send + 'static) -> Body {
+        use futures::StreamExt;
+        Body::abortable(stream.map(Ok))
+    }
+
+    /// A stream that may end [`Aborted`].
+    pub fn abortable(stream: impl Stream<Item = Result<Chunk, Aborted>> + Send + 'static) -> Body {
         Body::Stream(Box::pin(stream))
     }
 }
 
 impl HttpBody for Body {
     type Data = Chunk;
-    type Error = Infallible;
+    type Error = Aborted;
 
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Chunk>, Infallible>>> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Chunk>, Aborted>>> {
         match self.get_mut() {
             Body::Empty => Poll::Ready(None),
             Body::Full(chunk) => Poll::Ready(chunk.take().map(|c| Ok(Frame::data(c)))),
-            Body::Stream(s) => s.as_mut().poll_next(cx).map(|c| c.map(|c| Ok(Frame::data(c)))),
+            Body::Stream(s) => s.as_mut().poll_next(cx).map(|c| c.map(|c| c.map(Frame::data))),
         }
     }
 

@@ -7,6 +7,10 @@
 //!   time is disconnected, so half-open and slowloris connections cannot pile up. The clock
 //!   also runs over the connection's setup (TLS handshake, HTTP/2 preface) and, in hyper,
 //!   over an idle keep-alive connection waiting for its next request.
+//!
+//! A connection shuts down gracefully when the server does, and an HTTP/2 connection also
+//! when the debug API asks for GOAWAY ([`Closing`]): hyper then sends GOAWAY, its open streams
+//! finish, and the client opens a new connection for new requests.
 
 use std::convert::Infallible;
 use std::io;
@@ -20,6 +24,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
 
 use crate::config::ServerConfig;
 use crate::transport::limits::Guarded;
@@ -70,26 +75,41 @@ pub fn builder(config: &ServerConfig) -> Builder<TokioExecutor> {
     builder
 }
 
+/// What may end a connection before its client does: the server's shutdown (every
+/// connection) and the debug API's GOAWAY (HTTP/2 connections). Each connection holds a clone
+/// for its life, which is how the server knows when all are gone.
+#[derive(Clone)]
+pub struct Closing {
+    /// Turns true when the server shuts down.
+    pub shutdown: watch::Receiver<bool>,
+    /// Changes each time the debug API asks for GOAWAY.
+    pub goaways: watch::Receiver<u64>,
+    /// Held while the connection lives: the server's drain waits until no one holds one.
+    pub open: mpsc::Sender<()>,
+}
+
 /// Sets up `stream` (TLS, protocol detection) within `setup_timeout`, then serves it until
-/// it closes or the graceful shutdown ends it.
+/// it closes or [`Closing`] ends it gracefully.
 pub async fn serve<S>(
     stream: TcpStream,
     tls: Option<tokio_rustls::TlsAcceptor>,
     builder: Arc<Builder<TokioExecutor>>,
     service: S,
-    watcher: hyper_util::server::graceful::Watcher,
+    mut closing: Closing,
     setup_timeout: Option<Duration>,
 ) where
     S: Service + Send + 'static,
     S::Future: Send + 'static,
 {
     let _ = stream.set_nodelay(true);
+    // Only GOAWAYs asked for from now on concern this connection.
+    closing.goaways.borrow_and_update();
     match tls {
         None => {
             let Some(io) = set_up(setup_timeout, async { Rewound::after_preface(stream).await }).await else {
                 return;
             };
-            serve_io(io, &builder, service, watcher).await;
+            serve_io(io, &builder, service, closing).await;
         }
         Some(acceptor) => {
             let setup = async {
@@ -102,7 +122,7 @@ pub async fn serve<S>(
             // Client certificates are known once the handshake is done: each request of the
             // connection carries them to the authenticator.
             let service = crate::authn::with_peer_certificates(&io.io, service);
-            serve_io(io, &builder, service, watcher).await;
+            serve_io(io, &builder, service, closing).await;
         }
     }
 }
@@ -118,18 +138,36 @@ async fn set_up<T>(timeout: Option<Duration>, setup: impl Future<Output = io::Re
     result.inspect_err(|e| tracing::debug!(error = %e, "connection setup failed")).ok()
 }
 
-async fn serve_io<I, S>(
-    io: I,
-    builder: &Builder<TokioExecutor>,
-    service: S,
-    watcher: hyper_util::server::graceful::Watcher,
-) where
+async fn serve_io<I, S>(io: Rewound<I>, builder: &Builder<TokioExecutor>, service: S, closing: Closing)
+where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     S: Service + Send + 'static,
     S::Future: Send + 'static,
 {
-    let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
-    if let Err(e) = watcher.watch(conn.into_owned()).await {
+    let Closing { mut shutdown, mut goaways, open: _open } = closing;
+    let http2 = io.is_http2();
+    let mut conn = std::pin::pin!(builder.serve_connection_with_upgrades(TokioIo::new(io), service));
+    // Each signal is acted on once (and forgotten if its sender is gone).
+    let (mut shutting_down, mut gone_away) = (false, !http2);
+    let result = loop {
+        tokio::select! {
+            result = conn.as_mut() => break result,
+            down = shutdown.wait_for(|down| *down), if !shutting_down => {
+                shutting_down = true;
+                if down.is_ok() {
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+            asked = goaways.changed(), if !gone_away => {
+                gone_away = true;
+                if asked.is_ok() {
+                    // hyper's graceful shutdown of an HTTP/2 connection is GOAWAY.
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+        }
+    };
+    if let Err(e) = result {
         tracing::debug!(error = %e, "connection ended with an error");
     }
 }
@@ -161,6 +199,13 @@ impl<I: AsyncRead + Unpin> Rewound<I> {
             }
         }
         Ok(Rewound { prefix: Bytes::from(prefix), io })
+    }
+}
+
+impl<I> Rewound<I> {
+    /// Whether the connection speaks HTTP/2 (its first bytes are the client preface).
+    fn is_http2(&self) -> bool {
+        self.prefix.as_ref() == H2_PREFACE
     }
 }
 

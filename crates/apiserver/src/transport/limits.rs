@@ -27,7 +27,7 @@ use http_body::{Body as HttpBody, Frame, SizeHint};
 
 use crate::request::{self, Query, Verb};
 use crate::response::{self, HttpResponse};
-use crate::transport::body::{Body, Chunk};
+use crate::transport::body::{Aborted, Body, Chunk};
 
 /// kube's answer when a limit is reached (`filters.tooManyRequests`).
 pub const TOO_MANY_REQUESTS: &str = "Too many requests, please try again later.";
@@ -171,7 +171,7 @@ impl Guarded {
 
 impl HttpBody for Guarded {
     type Data = Chunk;
-    type Error = Infallible;
+    type Error = Aborted;
 
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Chunk>, Self::Error>>> {
         let this = self.get_mut();

@@ -13,7 +13,8 @@
 //! Then one watch event per message: text frames for JSON (the JSON line, trailing newline
 //! included), binary frames for protobuf (the `WatchEvent` bytes, without the stream's length
 //! prefix). The server ignores what the client sends, except that a close (or the connection
-//! dropping) ends the watch at once; at the deadline the server closes the socket.
+//! dropping) ends the watch at once; at the deadline the server closes the socket. A stream
+//! ended abnormally by an injected fault drops the socket without a Close frame.
 
 use bytes::Bytes;
 use futures::{SinkExt, Stream, StreamExt};
@@ -27,7 +28,7 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
-use super::body::Body;
+use super::body::{Aborted, Body};
 use super::pump::{Framing, PreparedWatch, pump};
 use crate::panics::RequestLabel;
 use crate::response::HttpResponse;
@@ -205,9 +206,14 @@ impl Framing for Messages {
         }
         Some(messages)
     }
+
+    /// A message is whole or nothing: a cut stream just drops its socket.
+    fn partial(&mut self, _bytes: Bytes) -> Option<Vec<Message>> {
+        None
+    }
 }
 
-async fn serve<S>(socket: WebSocketStream<S>, frames: impl Stream<Item = Vec<Message>>)
+async fn serve<S>(socket: WebSocketStream<S>, frames: impl Stream<Item = Result<Vec<Message>, Aborted>>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
@@ -218,6 +224,8 @@ where
             biased;
             batch = frames.next() => {
                 let Some(messages) = batch else { break };
+                // Ended abnormally: the socket drops without a Close frame.
+                let Ok(messages) = messages else { return };
                 for message in messages {
                     if sink.feed(message).await.is_err() {
                         return;

@@ -13,14 +13,22 @@
 //!   by the panic guard), or, with `in=stream`, in its response stream after one line (the
 //!   body ends after that line); each counts in `listwatch_request_panics_total`;
 //! * `GET /debug/listwatch/history?resourceVersion=N`: storage's own history after N, streamed
-//!   (see [`history`]).
+//!   (see [`history`]);
+//! * `POST /debug/listwatch/break?kind=K`: break watch guarantee K on every stream from now on
+//!   (`none` restores them; see [`WatchBreaker`]);
+//! * `POST /debug/listwatch/storage/outage?for=D`: every storage call fails as a dead etcd's
+//!   would for D (`0s` ends an outage early; see `listwatch_storage::faults`);
+//! * `POST /debug/listwatch/streams?fault=F&...`: network faults on watch streams (latency,
+//!   cuts mid-event, blackholes, HTTP/2 GOAWAY; see [`streams`]).
 
 mod history;
+mod streams;
 
 use bytes::Bytes;
 use listwatch_meta::ApiError;
 use serde_json::json;
 
+use crate::faults::WatchBreaker;
 use crate::request::Query;
 use crate::response::{self, HttpResponse};
 use crate::state::ApiState;
@@ -96,6 +104,24 @@ pub async fn handle(
             state.throttle.set(count, retry);
             json!({"throttled": count, "retryAfterSeconds": retry})
         }
+        "/debug/listwatch/break" => {
+            let breaker = query
+                .get("kind")
+                .ok_or_else(|| String::from("kind is required"))
+                .and_then(str::parse::<WatchBreaker>)
+                .map_err(ApiError::bad_request)?;
+            state.watch_faults.breaker.set(breaker);
+            json!({"breakWatch": breaker.name()})
+        }
+        "/debug/listwatch/storage/outage" => {
+            let Some(outage) = &state.config.storage_outage else {
+                return Err(ApiError::bad_request("this server's storage cannot fail on purpose"));
+            };
+            let duration = duration_param(query, "for")?.ok_or_else(|| ApiError::bad_request("for is required"))?;
+            outage.start(duration);
+            json!({"outageSeconds": duration.as_secs_f64()})
+        }
+        "/debug/listwatch/streams" => streams::respond(state, query)?,
         "/debug/listwatch/panic" if query.get("in") == Some("stream") => {
             use futures::StreamExt;
             let stream = futures::stream::iter(0..2).map(|n| {
@@ -119,5 +145,16 @@ fn int_param(query: &Query, name: &str) -> Result<Option<i64>, ApiError> {
     query
         .get(name)
         .map(|v| v.parse::<i64>().map_err(|_| ApiError::bad_request(format!("{name} must be an integer"))))
+        .transpose()
+}
+
+/// A duration query parameter (`500ms`, `5s`, `1m`), if given; 400 if it is not one.
+fn duration_param(query: &Query, name: &str) -> Result<Option<std::time::Duration>, ApiError> {
+    query
+        .get(name)
+        .map(|v| {
+            humantime::parse_duration(v)
+                .map_err(|e| ApiError::bad_request(format!("{name} must be a duration such as 5s or 500ms: {e}")))
+        })
         .transpose()
 }

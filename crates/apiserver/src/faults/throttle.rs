@@ -1,5 +1,5 @@
-//! Faults injected on purpose: what the debug API (and, later, the simulator) makes the server
-//! do to its clients. Kept apart from the handlers so the state can hold them.
+//! 429s on demand (`POST /debug/listwatch/throttle`): the next N API requests are refused as
+//! an overloaded server refuses them.
 
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 

@@ -1,0 +1,72 @@
+//! `POST /debug/listwatch/streams?fault=F&...`: network faults on watch streams, for every
+//! stream open now and those opened until the fault expires (see `crate::faults::streams`):
+//!
+//! * `fault=latency&ms=M[&jitter=J]&for=D`: hold each batch M ± J milliseconds, order kept;
+//! * `fault=cut[&for=D]`: cut each stream in the middle of its next event (one shot, or for
+//!   streams opened within D too);
+//! * `fault=blackhole&for=D`: write nothing for D (connections stay open), then end abnormally;
+//! * `fault=goaway`: GOAWAY on every HTTP/2 connection open now;
+//! * `fault=none`: end latency, cuts not taken yet, and blackholes now.
+
+use std::time::Duration;
+
+use listwatch_meta::ApiError;
+use serde_json::{Value, json};
+
+use super::{duration_param, int_param};
+use crate::request::Query;
+use crate::state::ApiState;
+
+/// Sets the fault the query asks for; answers what was set.
+pub fn respond(state: &ApiState, query: &Query) -> Result<Value, ApiError> {
+    let faults = &state.watch_faults.streams;
+    let fault = query.get("fault").ok_or_else(|| ApiError::bad_request("fault is required"))?;
+    let lasting = duration_param(query, "for")?;
+    let required = |lasting: Option<Duration>| {
+        lasting.ok_or_else(|| ApiError::bad_request(format!("fault={fault} needs for=<duration>")))
+    };
+    let millis = |name: &str| -> Result<Option<Duration>, ApiError> {
+        match int_param(query, name)? {
+            Some(ms) if ms < 0 => Err(ApiError::bad_request(format!("{name} must not be negative"))),
+            ms => Ok(ms.map(|ms| Duration::from_millis(ms.unsigned_abs()))),
+        }
+    };
+    let seconds = |d: Duration| d.as_secs_f64();
+    Ok(match fault {
+        "latency" => {
+            let base = millis("ms")?.ok_or_else(|| ApiError::bad_request("fault=latency needs ms=<milliseconds>"))?;
+            let jitter = millis("jitter")?.unwrap_or_default();
+            let lasting = required(lasting)?;
+            faults.delay(base, jitter, lasting);
+            json!({"fault": "latency", "ms": base.as_millis() as u64, "jitter": jitter.as_millis() as u64, "forSeconds": seconds(lasting)})
+        }
+        "cut" => {
+            let lasting = lasting.unwrap_or_default();
+            faults.cut(lasting);
+            json!({"fault": "cut", "forSeconds": seconds(lasting)})
+        }
+        "blackhole" => {
+            let lasting = required(lasting)?;
+            faults.blackhole(lasting);
+            json!({"fault": "blackhole", "forSeconds": seconds(lasting)})
+        }
+        "goaway" if lasting.is_some() => {
+            return Err(ApiError::bad_request(
+                "fault=goaway takes no for: it is sent once, to the connections open now",
+            ));
+        }
+        "goaway" => {
+            faults.goaway();
+            json!({"fault": "goaway"})
+        }
+        "none" => {
+            faults.clear();
+            json!({"fault": "none"})
+        }
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "unknown fault {other:?}: one of latency, cut, blackhole, goaway, none"
+            )));
+        }
+    })
+}
