@@ -166,12 +166,14 @@ struct Frame {
     payload: Vec<u8>,
 }
 
+// HTTP/2 frame types (RFC 9113 §6).
 const DATA: u8 = 0;
 const HEADERS: u8 = 1;
 const RST_STREAM: u8 = 3;
 const SETTINGS: u8 = 4;
 const PING: u8 = 6;
 const GOAWAY: u8 = 7;
+const WINDOW_UPDATE: u8 = 8;
 
 impl H2 {
     async fn connect(server: &Server) -> H2 {
@@ -222,7 +224,7 @@ impl H2 {
             match frame.kind {
                 SETTINGS if frame.flags & 1 == 0 => self.send(SETTINGS, 1, 0, &[]).await,
                 PING if frame.flags & 1 == 0 => self.send(PING, 1, 0, &frame.payload).await,
-                SETTINGS | PING | 8 => {}
+                SETTINGS | PING | WINDOW_UPDATE => {}
                 _ => return frame,
             }
         }

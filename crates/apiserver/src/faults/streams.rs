@@ -33,8 +33,11 @@ pub struct StreamPlan {
 /// Each batch is held `base` ± `jitter` (uniformly) until `until`.
 #[derive(Clone, Copy, Debug)]
 pub struct Latency {
+    /// The delay asked for.
     pub base: Duration,
+    /// How far a batch's delay may stray from `base`, either way.
     pub jitter: Duration,
+    /// When the fault ends.
     pub until: Instant,
 }
 
@@ -55,6 +58,7 @@ impl Latency {
 pub struct Cut {
     /// Tells one cut from the next, so a stream is cut once by each.
     pub id: u64,
+    /// Streams opened after this are spared.
     pub until: Instant,
 }
 
@@ -68,6 +72,7 @@ impl Cut {
 /// Streams opened up to `until` write nothing until then, and end abnormally at `until`.
 #[derive(Clone, Copy, Debug)]
 pub struct Blackhole {
+    /// When the silenced streams end.
     pub until: Instant,
 }
 
