@@ -6,6 +6,7 @@
 
 use std::path::Path;
 use std::process::Stdio;
+use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
@@ -31,6 +32,9 @@ pub fn start(specs: &[CommandSpec], kubeconfig: &Path) -> Vec<Running> {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .kill_on_drop(true)
+                // Its own process group, so the whole pipeline (`sh` and what it started) is
+                // stopped at the end, not just `sh`.
+                .process_group(0)
                 .spawn()
                 .map_err(|e| format!("could not start `sh -c {}`: {e}", spec.run));
             Running { spec: spec.clone(), child }
@@ -70,11 +74,15 @@ pub async fn finish(running: Vec<Running>) -> Vec<Finished> {
                 (false, format!("exited ({status}) before the end; expected to keep running"))
             }
         };
+        if let Some(pid) = child.id() {
+            kill_group(pid);
+        }
         let _ = child.start_kill();
         let _ = child.wait().await;
         let mut stderr = String::new();
         if let Some(mut pipe) = child.stderr.take() {
-            let _ = pipe.read_to_string(&mut stderr).await;
+            // Bounded: a process that escaped the group could hold the pipe open.
+            let _ = tokio::time::timeout(Duration::from_secs(1), pipe.read_to_string(&mut stderr)).await;
         }
         if !passed && !stderr.trim().is_empty() {
             let tail: Vec<&str> = stderr.trim().lines().rev().take(3).collect();
@@ -83,4 +91,17 @@ pub async fn finish(running: Vec<Running>) -> Vec<Finished> {
         finished.push(Finished { name: spec.name, passed, outcome });
     }
     finished
+}
+
+/// SIGKILL to the process group `pid` leads (the command's own, see `process_group(0)`).
+#[allow(unsafe_code)]
+fn kill_group(pid: u32) {
+    // Never a group that could hold this process or every process: only a real child's pid.
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return };
+    if pid > 1 && pid != libc::pid_t::try_from(std::process::id()).unwrap_or(0) {
+        // SAFETY: kill(2) has no memory effects; a negative pid names the child's own group.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
 }

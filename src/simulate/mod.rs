@@ -237,7 +237,9 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
     let _ = follower.await;
     let mut client_records = Vec::new();
     for (id, spec, log, store, task) in reflectors {
+        // Stopped (and its streams dropped, which marks their ends) before its records are read.
         task.abort();
+        let _ = task.await;
         let log = std::mem::take(&mut *log.lock().expect("log"));
         let final_store = store.lock().expect("store").values().cloned().collect();
         client_records.push(ClientRecord {

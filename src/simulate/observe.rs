@@ -137,10 +137,11 @@ impl ListerWatcher<DynamicObject> for Observed {
                 Ok(stream) => stream,
                 Err(e) => {
                     let mut log = self.log.lock().expect("log lock");
-                    let record = &mut log.watches[seq];
-                    record.deliveries.push(error_delivery(millis_since(self.started), &e));
-                    record.end = StreamEnd::Broken { error: e.to_string() };
-                    record.ended_ms = Some(millis_since(self.started));
+                    if let Some(record) = log.watches.get_mut(seq) {
+                        record.deliveries.push(error_delivery(millis_since(self.started), &e));
+                        record.end = StreamEnd::Broken { error: e.to_string() };
+                        record.ended_ms = Some(millis_since(self.started));
+                    }
                     return Err(e);
                 }
             };
@@ -164,13 +165,14 @@ fn recording(
     }
     impl Drop for EndGuard {
         fn drop(&mut self) {
-            if let Ok(mut log) = self.log.lock() {
-                let record = &mut log.watches[self.seq];
-                if record.ended_ms.is_none() {
-                    record.ended_ms = Some(millis_since(self.started));
-                    if matches!(record.end, StreamEnd::Open) {
-                        record.end = StreamEnd::Closed;
-                    }
+            // The run may have taken the records already (it stops its clients after).
+            if let Ok(mut log) = self.log.lock()
+                && let Some(record) = log.watches.get_mut(self.seq)
+                && record.ended_ms.is_none()
+            {
+                record.ended_ms = Some(millis_since(self.started));
+                if matches!(record.end, StreamEnd::Open) {
+                    record.end = StreamEnd::Closed;
                 }
             }
         }
@@ -180,7 +182,8 @@ fn recording(
         let _keep = &guard;
         let at_ms = millis_since(started);
         let mut log = log.lock().expect("log lock");
-        let record = &mut log.watches[seq];
+        // Nothing to record into once the run has taken the records.
+        let Some(record) = log.watches.get_mut(seq) else { return item };
         match &item {
             Ok(WatchEvent::Added(o)) => record.deliveries.push(event(at_ms, EventKind::Added, o)),
             Ok(WatchEvent::Modified(o)) => record.deliveries.push(event(at_ms, EventKind::Modified, o)),
