@@ -40,7 +40,7 @@ const FIRST_ANSWER_WAIT: Duration = Duration::from_secs(3);
 
 /// Starts the stream, or answers 410 when revision N+1 was compacted.
 pub async fn respond(state: &ApiState, query: &Query) -> Result<HttpResponse, ApiError> {
-    let after = super::int_param(query, "resourceVersion")?
+    let after = super::params::int_param(query, "resourceVersion")?
         .ok_or_else(|| ApiError::bad_request("resourceVersion is required"))?;
     if after < 0 {
         return Err(ApiError::bad_request("resourceVersion must not be negative"));

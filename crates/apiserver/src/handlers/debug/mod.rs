@@ -22,6 +22,7 @@
 //!   cuts mid-event, blackholes, HTTP/2 GOAWAY; see [`streams`]).
 
 mod history;
+mod params;
 mod streams;
 
 use bytes::Bytes;
@@ -32,6 +33,7 @@ use crate::faults::WatchBreaker;
 use crate::request::Query;
 use crate::response::{self, HttpResponse};
 use crate::state::ApiState;
+use params::{duration_param, int_param};
 
 pub async fn handle(
     state: &ApiState,
@@ -138,23 +140,4 @@ pub async fn handle(
         _ => return Err(ApiError::not_found_path()),
     };
     Ok(response::json(200, Bytes::from(body.to_string())))
-}
-
-/// An integer query parameter, if given; 400 if it is not one.
-fn int_param(query: &Query, name: &str) -> Result<Option<i64>, ApiError> {
-    query
-        .get(name)
-        .map(|v| v.parse::<i64>().map_err(|_| ApiError::bad_request(format!("{name} must be an integer"))))
-        .transpose()
-}
-
-/// A duration query parameter (`500ms`, `5s`, `1m`), if given; 400 if it is not one.
-fn duration_param(query: &Query, name: &str) -> Result<Option<std::time::Duration>, ApiError> {
-    query
-        .get(name)
-        .map(|v| {
-            humantime::parse_duration(v)
-                .map_err(|e| ApiError::bad_request(format!("{name} must be a duration such as 5s or 500ms: {e}")))
-        })
-        .transpose()
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use listwatch_meta::ApiError;
 use serde_json::{Value, json};
 
-use super::{duration_param, int_param};
+use super::params::{duration_param, int_param};
 use crate::request::Query;
 use crate::state::ApiState;
 
