@@ -54,12 +54,22 @@ pub struct Caused {
     pub compacted: Option<i64>,
     /// The revision before which watches may now get 410 (a cache reset, a restart).
     pub window_reset: Option<i64>,
+    /// A window reset that happens this long after the fault (once storage is back), at
+    /// storage's revision then.
+    pub window_reset_after: Option<Duration>,
     /// What happened, for the report.
     pub note: String,
 }
 
 /// Causes `fault` on `servers` (the first one unless the fault names another).
-pub async fn cause(fault: &Fault, servers: &Arc<Mutex<Vec<Server>>>, clients: &[Client]) -> anyhow::Result<Caused> {
+/// `history_revision` is how far storage's history has been read: a compaction goes no
+/// further, or the history could not be read on after a break (its start would be gone).
+pub async fn cause(
+    fault: &Fault,
+    servers: &Arc<Mutex<Vec<Server>>>,
+    clients: &[Client],
+    history_revision: i64,
+) -> anyhow::Result<Caused> {
     let debug = |path: String| {
         let client = clients[0].clone();
         async move {
@@ -70,7 +80,7 @@ pub async fn cause(fault: &Fault, servers: &Arc<Mutex<Vec<Server>>>, clients: &[
     let current = || async { current_revision(&clients[0]).await };
     Ok(match fault {
         Fault::Compact {} => {
-            let answer = debug("/debug/listwatch/compact".into()).await?;
+            let answer = debug(format!("/debug/listwatch/compact?revision={}", history_revision.max(1))).await?;
             let revision = answer["compacted"].as_i64();
             Caused {
                 compacted: revision,
@@ -98,7 +108,13 @@ pub async fn cause(fault: &Fault, servers: &Arc<Mutex<Vec<Server>>>, clients: &[
         Fault::StorageOutage { duration } => {
             let secs = duration.0.as_secs_f64();
             debug(format!("/debug/listwatch/storage/outage?for={secs}s")).await?;
-            Caused { note: format!("storage out for {secs}s"), ..Default::default() }
+            // The watch caches lost their storage watches and relist once storage is back:
+            // their windows restart at storage's revision then.
+            Caused {
+                note: format!("storage out for {secs}s"),
+                window_reset_after: Some(duration.0),
+                ..Default::default()
+            }
         }
         Fault::Streams(stream) => {
             let query = match stream {

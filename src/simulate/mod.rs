@@ -184,14 +184,30 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
     // The faults, on time.
     let duration = scenario.duration.0;
     let mut known = Known { window_capacity: 100, ..Known::default() };
+    // Window resets found after their fault (a storage outage's end), filled by their tasks.
+    let later_resets = Arc::new(Mutex::new(Vec::new()));
     let mut fault_log = Vec::new();
     for firing in faults::schedule(&scenario.faults, duration, seed) {
         let wait = firing.at.saturating_sub(started.elapsed());
         tokio::time::sleep(wait).await;
         let at = started.elapsed();
-        match faults::cause(&firing.fault, &servers, &clients).await {
+        let history_revision = history.lock().expect("history").revision();
+        match faults::cause(&firing.fault, &servers, &clients, history_revision).await {
             Ok(caused) => {
                 let at_ms = at.as_millis() as u64;
+                if let Some(after) = caused.window_reset_after {
+                    let (client, resets) = (clients[0].clone(), later_resets.clone());
+                    // Dated at the end of the outage; its revision read a little later, when the
+                    // caches have relisted (a revision at or above theirs: a 410 below it is
+                    // excused, so a late reading can excuse too much, never blame too much).
+                    let ends_ms = at_ms + millis(after);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(after + Duration::from_millis(300)).await;
+                        if let Ok(revision) = faults::current_revision(&client).await {
+                            resets.lock().expect("resets").push((ends_ms, revision));
+                        }
+                    });
+                }
                 if let Some(revision) = caused.compacted {
                     known.compactions.push(listwatch_simulator::record::Compaction { at_ms, revision });
                 }
@@ -258,6 +274,13 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
         let mut history = history.lock().expect("history");
         (std::mem::take(&mut history.events), std::mem::take(&mut history.arrived_ms))
     };
+    for (at_ms, revision) in later_resets.lock().expect("resets").drain(..) {
+        known.cache_resets.push(listwatch_simulator::record::CacheReset {
+            at_ms,
+            resource: "configmaps".into(),
+            revision,
+        });
+    }
     let verdict = checker::check(&history, &client_records, &known);
     let storage_line: Vec<(u64, i64)> = arrived_ms.iter().copied().zip(history.iter().map(|e| e.revision)).collect();
     let recoveries = recoveries(&fault_log, &storage_line, &client_records);
