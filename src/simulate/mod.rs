@@ -187,6 +187,16 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
     // Window resets found after their fault (a storage outage's end), filled by their tasks.
     let later_resets = Arc::new(Mutex::new(Vec::new()));
     let mut fault_log = Vec::new();
+    let bar = progress(duration);
+    let ticking = {
+        let bar = bar.clone();
+        tokio::spawn(async move {
+            loop {
+                bar.set_position(millis(started.elapsed()).min(millis(duration)));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
     for firing in faults::schedule(&scenario.faults, duration, seed) {
         let wait = firing.at.saturating_sub(started.elapsed());
         tokio::time::sleep(wait).await;
@@ -218,12 +228,15 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
                         revision,
                     });
                 }
+                bar.set_message(format!("{:.1} s: {}", at.as_secs_f64(), caused.note));
                 fault_log.push((at, caused.note));
             }
             Err(e) => fault_log.push((at, format!("{:?} could not be caused: {e:#}", firing.fault))),
         }
     }
     tokio::time::sleep(duration.saturating_sub(started.elapsed())).await;
+    ticking.abort();
+    bar.finish_and_clear();
 
     let mut failed_checks = Vec::new();
     // Quiet: the writer stops; every client must catch up with storage.
@@ -316,6 +329,18 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
         failed_writes: writes.failed,
         elapsed: started.elapsed(),
     })
+}
+
+/// A progress bar over the scenario's duration, with the last fault as its message (drawn only
+/// on a terminal).
+fn progress(duration: Duration) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(millis(duration));
+    let style = indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30.cyan/blue} {msg}")
+        .expect("a valid template")
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
 }
 
 /// How long each client took, after one fault, to deliver a change written after it.
