@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Gets a real etcd (no root install) and runs throwaway single-member etcd servers on 127.0.0.1.
+# Gets a real etcd (no root install) and runs throwaway etcd servers on 127.0.0.1: single-member
+# ones, or the members of a cluster.
 #
 #   scripts/etcd.sh path  [--version 3.5|3.4]
 #       Prints the path of an etcd binary of that version, fetching it first if needed.
 #   scripts/etcd.sh start [--version 3.5|3.4] [--data-dir DIR] [--port N] [--unsafe]
 #                         [--progress-interval DURATION] [--exit-with PID] [--cleanup-data-dir]
+#                         [--name NAME --peer-port P --initial-cluster NAME=URL,...
+#                          [--initial-cluster-state new|existing] [--initial-cluster-token T]]
 #       Starts etcd in the background and waits until it answers. Prints on stdout exactly:
 #           ENDPOINT=http://127.0.0.1:<port>
 #           PID=<etcd pid>
@@ -26,13 +29,37 @@
 #
 # start options:
 #   --data-dir DIR        default: a fresh directory under /dev/shm (or $TMPDIR when /dev/shm is absent)
-#   --port N              client port (default: a free one); the peer port is always a free one
+#   --port N              client port (default: a free one); --client-port N is the same option
 #   --unsafe              adds --unsafe-no-fsync (much faster; for tests only)
 #   --progress-interval D --experimental-watch-progress-notify-interval (default 5s, as Kubernetes sets it)
 #   --exit-with PID       a watchdog kills this etcd when process PID exits (tests pass their own pid,
 #                         so a crashed or killed test run leaves no etcd behind)
 #   --cleanup-data-dir    with --exit-with: the watchdog also removes the data dir when PID exits
 #                         (implied when the data dir is the default fresh one)
+#   --name NAME           the member's name (default: listwatch)
+#   --peer-port P         the peer (raft) port (default: a free one)
+#   --initial-cluster C   every member as NAME=http://127.0.0.1:PEER_PORT, comma-separated, this one
+#                         (--name at --peer-port) among them (default: this member alone). A member
+#                         of a cluster needs its peers' URLs before any of them runs, so the caller
+#                         picks every port: start each member with its own --name, --peer-port and
+#                         --port, concurrently (each waits for a quorum to answer; one alone never
+#                         does), e.g. for three members:
+#                           C=m0=http://127.0.0.1:2380,m1=http://127.0.0.1:2382,m2=http://127.0.0.1:2384
+#                           scripts/etcd.sh start --name m0 --peer-port 2380 --port 2379 --initial-cluster $C &
+#                           scripts/etcd.sh start --name m1 --peer-port 2382 --port 2381 --initial-cluster $C &
+#                           scripts/etcd.sh start --name m2 --peer-port 2384 --port 2383 --initial-cluster $C &
+#                           wait
+#                         A member restarted on its data dir rejoins whatever the flags say (etcd
+#                         reads the cluster from its data); pass `existing` for clarity.
+#   --initial-cluster-state new|existing
+#                         `new` (default) bootstraps a cluster; `existing` joins a running one
+#   --initial-cluster-token T
+#                         etcd's cluster token (default etcd's own): members of different clusters
+#                         with the same token and overlapping peer URLs could talk to each other
+#
+# A member waits up to 30 s for /health, which needs a leader: a member whose cluster has no
+# quorum (a first start whose peers were not started too, or a restart while most members are
+# down) fails to start. Start or restart enough members at once.
 set -euo pipefail
 
 readonly CACHE_ROOT="${LISTWATCH_CACHE:-${HOME:?HOME is not set; set LISTWATCH_CACHE}/.cache/listwatch}"
@@ -249,20 +276,36 @@ watchdog() {
 
 cmd_start() {
     local version=3.5 data_dir="" port="" unsafe=0 progress_interval=5s exit_with="" cleanup=0
+    local name=listwatch peer_port="" initial_cluster="" cluster_state=new cluster_token=""
     while (($#)); do
         case $1 in
             --version) version=${2:?--version needs a value}; shift 2 ;;
             --data-dir) data_dir=${2:?--data-dir needs a value}; shift 2 ;;
-            --port) port=${2:?--port needs a value}; shift 2 ;;
+            --port | --client-port) port=${2:?$1 needs a value}; shift 2 ;;
             --unsafe) unsafe=1; shift ;;
             --progress-interval) progress_interval=${2:?--progress-interval needs a value}; shift 2 ;;
             --exit-with) exit_with=${2:?--exit-with needs a pid}; shift 2 ;;
             --cleanup-data-dir) cleanup=1; shift ;;
+            --name) name=${2:?--name needs a value}; shift 2 ;;
+            --peer-port) peer_port=${2:?--peer-port needs a value}; shift 2 ;;
+            --initial-cluster) initial_cluster=${2:?--initial-cluster needs a value}; shift 2 ;;
+            --initial-cluster-state) cluster_state=${2:?--initial-cluster-state needs a value}; shift 2 ;;
+            --initial-cluster-token) cluster_token=${2:?--initial-cluster-token needs a value}; shift 2 ;;
             *) die "start: unknown option '$1'" ;;
         esac
     done
     [[ -z $port || $port =~ ^[0-9]+$ ]] || die "--port must be a number, got '$port'"
+    [[ -z $peer_port || $peer_port =~ ^[0-9]+$ ]] || die "--peer-port must be a number, got '$peer_port'"
     [[ -z $exit_with || $exit_with =~ ^[0-9]+$ ]] || die "--exit-with must be a pid, got '$exit_with'"
+    [[ $name =~ ^[A-Za-z0-9_.-]+$ ]] || die "--name must be letters, digits, '_', '.' or '-', got '$name'"
+    [[ $cluster_state == new || $cluster_state == existing ]] ||
+        die "--initial-cluster-state must be new or existing, got '$cluster_state'"
+    if [[ -n $initial_cluster ]]; then
+        # Every peer URL is fixed up front, so this member's cannot be picked here.
+        [[ -n $peer_port ]] || die "--initial-cluster needs --peer-port (this member's port in it)"
+        [[ ,$initial_cluster, == *",$name=http://127.0.0.1:$peer_port,"* ]] ||
+            die "--initial-cluster '$initial_cluster' does not list this member as $name=http://127.0.0.1:$peer_port"
+    fi
 
     local etcd
     etcd=$(etcd_path "$version")
@@ -300,30 +343,36 @@ cmd_start() {
             note "etcd $etcd_version has no --unsafe-no-fsync; running with fsync"
         fi
     fi
+    if [[ -n $cluster_token ]]; then
+        extra+=(--initial-cluster-token "$cluster_token")
+    fi
 
-    local attempt client_port peer_port pid=""
+    local attempt client_port member_peer_port members pid=""
     for attempt in 1 2 3 4 5; do
         client_port=${port:-$(free_port)}
-        peer_port=$(free_port)
-        [[ $peer_port != "$client_port" ]] || continue
+        member_peer_port=${peer_port:-$(free_port)}
+        [[ $member_peer_port != "$client_port" ]] || continue
+        members=${initial_cluster:-$name=http://127.0.0.1:$member_peer_port}
         {
-            echo "=== $(date -Is) etcd $etcd_version: client port $client_port, peer port $peer_port"
+            echo "=== $(date -Is) etcd $etcd_version $name ($cluster_state): client port $client_port, peer port $member_peer_port, cluster $members"
         } >>"$log"
         # etcd runs in its own session, with no terminal and none of our pipes open (whoever
         # reads our stdout, e.g. a test harness, sees EOF as soon as this script exits).
         setsid "$etcd" \
-            --name listwatch \
+            --name "$name" \
             --data-dir "$data_dir" \
             --listen-client-urls "http://127.0.0.1:$client_port" \
             --advertise-client-urls "http://127.0.0.1:$client_port" \
-            --listen-peer-urls "http://127.0.0.1:$peer_port" \
-            --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-            --initial-cluster "listwatch=http://127.0.0.1:$peer_port" \
+            --listen-peer-urls "http://127.0.0.1:$member_peer_port" \
+            --initial-advertise-peer-urls "http://127.0.0.1:$member_peer_port" \
+            --initial-cluster "$members" \
+            --initial-cluster-state "$cluster_state" \
             "${extra[@]}" \
             </dev/null >>"$log" 2>&1 &
         pid=$!
 
-        # Up to 30 s: a first start on a slow disk or a restart replaying a large WAL takes time.
+        # Up to 30 s: a first start on a slow disk, a restart replaying a large WAL, or a cluster
+        # whose members are still starting takes time.
         local ready=0
         for _ in $(seq 300); do
             if ! alive "$pid"; then
@@ -344,8 +393,9 @@ cmd_start() {
             die "etcd (pid $pid) did not become healthy on 127.0.0.1:$client_port within 30 s; log: $log"
         fi
         pid=""
-        # It exited: a port taken in the meantime is worth another try with new ports.
-        if [[ -z $port ]] && grep -q 'address already in use' "$log"; then
+        # It exited: a port taken in the meantime is worth another try with new ports (only if
+        # we picked both: a cluster member's ports are in its peers' flags).
+        if [[ -z $port && -z $peer_port ]] && grep -q 'address already in use' "$log"; then
             note "port clash on attempt $attempt, retrying with other ports"
             continue
         fi

@@ -5,6 +5,8 @@
 //!   an etcd you run yourself instead (e.g. `scripts/etcd-compose.yaml`).
 //! * [`EtcdProcess`]: a private etcd that a test may kill, restart or stop, e.g. to check that
 //!   watches resume, or to run against the old etcd 3.4.
+//! * [`EtcdCluster`]: a private cluster of several members, whose leader a test may move or
+//!   kill, as kube-apiservers meet it in production.
 //!
 //! Tests never skip silently: when etcd cannot be fetched or started, these functions panic with
 //! the script's error output.
@@ -21,6 +23,10 @@ use tokio::process::Command;
 use tokio::sync::OnceCell;
 
 use crate::process::is_alive;
+
+mod cluster;
+
+pub use cluster::{EtcdCluster, EtcdMember, MemberStatus};
 
 /// Env var: comma-separated endpoints of an etcd to use instead of starting one.
 pub const ENDPOINTS_ENV: &str = "LISTWATCH_ETCD_ENDPOINTS";
@@ -54,7 +60,7 @@ impl EtcdVersion {
     }
 }
 
-/// How to run an [`EtcdProcess`].
+/// How to run an [`EtcdProcess`], or each member of an [`EtcdCluster`].
 #[derive(Clone, Debug)]
 pub struct EtcdProcessOptions {
     /// Which etcd release to run. Default 3.5.
@@ -116,7 +122,7 @@ pub async fn shared_endpoint() -> String {
                 }
             }
             let options = EtcdProcessOptions::default().version(EtcdVersion::from_env());
-            let started = run_start(&options, None).await;
+            let started = run_start(&options, &Launch::default()).await;
             // Not an EtcdProcess: statics are never dropped. The watchdog stops it at exit.
             started.endpoint
         })
@@ -165,7 +171,7 @@ impl EtcdProcess {
     /// Starts a new etcd (fetching the binary on first use). Panics if it cannot.
     pub async fn start(options: EtcdProcessOptions) -> EtcdProcess {
         let data_dir = fresh_data_dir(options.data_dir_parent.as_deref());
-        let started = run_start(&options, Some((&data_dir, None))).await;
+        let started = run_start(&options, &Launch::first_start(&data_dir)).await;
         let port = port_of(&started.endpoint);
         EtcdProcess { options, endpoint: started.endpoint, port, data_dir, pid: Some(started.pid) }
     }
@@ -202,18 +208,16 @@ impl EtcdProcess {
     /// Stops etcd gracefully (SIGTERM). The data dir stays for [`restart`](Self::restart).
     pub async fn stop(&mut self) {
         if let Some(pid) = self.pid.take() {
-            let output = script().arg("stop").arg(pid.to_string()).output().await;
-            let output = output.unwrap_or_else(|e| panic!("cannot run {}: {e}", script_path().display()));
-            if !output.status.success() {
-                panic!("etcd.sh stop {pid} failed:\n{}", String::from_utf8_lossy(&output.stderr));
-            }
+            run_stop(pid).await;
         }
     }
 
     /// Starts etcd again on the same data dir and port (stopping it first if it runs).
     pub async fn restart(&mut self) {
         self.stop().await;
-        let started = run_start(&self.options, Some((&self.data_dir, Some(self.port)))).await;
+        let launch =
+            Launch { data_dir: Some(self.data_dir.clone()), client_port: Some(self.port), ..Launch::default() };
+        let started = run_start(&self.options, &launch).await;
         assert_eq!(started.endpoint, self.endpoint, "restarted etcd must keep its endpoint");
         self.pid = Some(started.pid);
     }
@@ -221,24 +225,65 @@ impl EtcdProcess {
 
 impl Drop for EtcdProcess {
     fn drop(&mut self) {
-        if let Some(pid) = self.pid.take() {
-            signal_kill(pid);
-            // Briefly: etcd must be gone before its data dir is removed.
-            for _ in 0..50 {
-                if !is_alive(pid) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        let _ = std::fs::remove_dir_all(&self.data_dir);
+        kill_and_remove(self.pid.take(), &self.data_dir);
     }
+}
+
+/// For a drop: kills etcd `pid` (if running), waits briefly until it is gone, and removes its
+/// data dir.
+fn kill_and_remove(pid: Option<u32>, data_dir: &Path) {
+    if let Some(pid) = pid {
+        signal_kill(pid);
+        // Briefly: etcd must be gone before its data dir is removed.
+        for _ in 0..50 {
+            if !is_alive(pid) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let _ = std::fs::remove_dir_all(data_dir);
 }
 
 /// What `etcd.sh start` printed.
 struct Started {
     endpoint: String,
     pid: u32,
+}
+
+/// Where and how `etcd.sh start` runs one etcd. The default is the script's own choice of
+/// everything: a fresh data dir, free ports, a cluster of one.
+#[derive(Clone, Debug, Default)]
+struct Launch {
+    /// The data dir; `None`: the script makes a fresh one (and removes it at exit).
+    data_dir: Option<PathBuf>,
+    /// The watchdog also removes `data_dir` when this process exits: set on the first start of a
+    /// dir made here. That watchdog outlives the etcd it started, so restarts need not repeat it.
+    cleanup_data_dir: bool,
+    /// The client port; `None`: a free one.
+    client_port: Option<u16>,
+    /// Membership of a multi-member cluster; `None`: a cluster of one.
+    member: Option<MemberFlags>,
+}
+
+impl Launch {
+    /// The first start on `data_dir`, a dir made here.
+    fn first_start(data_dir: &Path) -> Launch {
+        Launch { data_dir: Some(data_dir.to_owned()), cleanup_data_dir: true, ..Launch::default() }
+    }
+}
+
+/// `etcd.sh start`'s flags for one member of a multi-member cluster.
+#[derive(Clone, Debug)]
+struct MemberFlags {
+    name: String,
+    peer_port: u16,
+    /// `--initial-cluster`: every member as `name=http://127.0.0.1:peer_port`.
+    initial_cluster: String,
+    /// `--initial-cluster-state`: `new`, or `existing` for a restart.
+    state: &'static str,
+    /// `--initial-cluster-token`, unique per cluster.
+    token: String,
 }
 
 fn script_path() -> PathBuf {
@@ -252,9 +297,13 @@ fn script() -> Command {
     command
 }
 
-/// Runs `etcd.sh start`, tied to this process's lifetime. `dir` is a data dir to use, else the
-/// script makes a fresh one; with a port, it is a restart.
-async fn run_start(options: &EtcdProcessOptions, dir: Option<(&Path, Option<u16>)>) -> Started {
+/// Runs `etcd.sh start`, tied to this process's lifetime; panics if it fails.
+async fn run_start(options: &EtcdProcessOptions, launch: &Launch) -> Started {
+    try_run_start(options, launch).await.unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs `etcd.sh start`, tied to this process's lifetime; the error has the script's output.
+async fn try_run_start(options: &EtcdProcessOptions, launch: &Launch) -> Result<Started, String> {
     let mut command = script();
     command
         .arg("start")
@@ -264,38 +313,54 @@ async fn run_start(options: &EtcdProcessOptions, dir: Option<(&Path, Option<u16>
     if options.unsafe_no_fsync {
         command.arg("--unsafe");
     }
-    match dir {
-        // The first start's watchdog also removes the data dir if this process dies before the
-        // EtcdProcess is dropped; it outlives the etcd it started, so restarts need not repeat it.
-        Some((data_dir, None)) => {
-            command.arg("--data-dir").arg(data_dir).arg("--cleanup-data-dir");
+    if let Some(data_dir) = &launch.data_dir {
+        command.arg("--data-dir").arg(data_dir);
+        if launch.cleanup_data_dir {
+            // Also if this process dies before the EtcdProcess or EtcdCluster is dropped.
+            command.arg("--cleanup-data-dir");
         }
-        Some((data_dir, Some(port))) => {
-            command.arg("--data-dir").arg(data_dir).args(["--port", &port.to_string()]);
-        }
-        None => {}
     }
-    let output = command.output().await.unwrap_or_else(|e| panic!("cannot run {}: {e}", script_path().display()));
+    if let Some(port) = launch.client_port {
+        command.args(["--port", &port.to_string()]);
+    }
+    if let Some(member) = &launch.member {
+        command
+            .args(["--name", &member.name])
+            .args(["--peer-port", &member.peer_port.to_string()])
+            .args(["--initial-cluster", &member.initial_cluster])
+            .args(["--initial-cluster-state", member.state])
+            .args(["--initial-cluster-token", &member.token]);
+    }
+    let output = command.output().await.map_err(|e| format!("cannot run {}: {e}", script_path().display()))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
-        panic!(
+        return Err(format!(
             "could not start etcd {} with {} ({}):\n{stderr}",
             options.version.as_arg(),
             script_path().display(),
             output.status
-        );
+        ));
     }
     let field = |name: &str| {
         stdout
             .lines()
             .find_map(|line| line.strip_prefix(name)?.strip_prefix('='))
-            .unwrap_or_else(|| panic!("etcd.sh start printed no {name}= line:\n{stdout}\n{stderr}"))
-            .to_string()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("etcd.sh start printed no {name}= line:\n{stdout}\n{stderr}"))
     };
-    let endpoint = field("ENDPOINT");
-    let pid = field("PID").parse().unwrap_or_else(|e| panic!("etcd.sh start printed a bad PID: {e}\n{stdout}"));
-    Started { endpoint, pid }
+    let endpoint = field("ENDPOINT")?;
+    let pid = field("PID")?.parse().map_err(|e| format!("etcd.sh start printed a bad PID: {e}\n{stdout}"))?;
+    Ok(Started { endpoint, pid })
+}
+
+/// Runs `etcd.sh stop`: SIGTERM, then SIGKILL after 10 s. Panics if it fails.
+async fn run_stop(pid: u32) {
+    let output = script().arg("stop").arg(pid.to_string()).output().await;
+    let output = output.unwrap_or_else(|e| panic!("cannot run {}: {e}", script_path().display()));
+    if !output.status.success() {
+        panic!("etcd.sh stop {pid} failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    }
 }
 
 fn port_of(endpoint: &str) -> u16 {

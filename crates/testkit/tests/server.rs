@@ -2,47 +2,10 @@
 //! backend keeps across a restart, the address the server reports, TLS readiness, a failed start
 //! that says why, a graceful stop, and a drop that leaves nothing behind.
 
-use std::time::Duration;
+mod support;
 
 use listwatch_testkit::server::{Backend, Server};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-const CMS: &str = "/api/v1/namespaces/default/configmaps";
-
-/// One plain-HTTP request on a connection of its own: the status code and the body.
-async fn request(server: &Server, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(server.authority()).await.expect("connect");
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
-         Connection: close\r\n\r\n",
-        server.authority(),
-        body.len()
-    );
-    stream.write_all(format!("{head}{body}").as_bytes()).await.expect("send");
-    let mut answer = String::new();
-    tokio::time::timeout(Duration::from_secs(30), stream.read_to_string(&mut answer))
-        .await
-        .expect("an answer within 30 s")
-        .expect("read");
-    let code = answer.get(9..12).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status line: {answer}"));
-    let body = answer.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default();
-    (code, body)
-}
-
-/// Whether `pid` runs (a zombie that its parent has yet to reap does not).
-fn runs(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|stat| stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with(['Z', 'X'])))
-}
-
-async fn create_configmap(server: &Server, name: &str) {
-    let (code, body) = request(server, "POST", CMS, &format!(r#"{{"metadata":{{"name":"{name}"}}}}"#)).await;
-    assert_eq!(code, 201, "{body}");
-}
-
-async fn configmap_code(server: &Server, name: &str) -> u16 {
-    request(server, "GET", &format!("{CMS}/{name}"), "").await.0
-}
+use support::{configmap_code, create_configmap, request, runs};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_durable_server_keeps_its_data_and_address_across_restarts() {

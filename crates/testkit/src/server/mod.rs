@@ -8,7 +8,9 @@
 //!   ("listwatch is serving on URL; ..."): the kernel picks the port when the server binds, so no
 //!   other process can take it between a pick and the bind. Then `/readyz` must answer 200
 //!   (over TLS too, for `--tls-generate`).
-//! * Its storage is a [`Backend`] (or explicit flags), its kubeconfig and log (`server.log`:
+//! * Its storage is a [`Backend`], etcd endpoints and a key prefix that several servers may share
+//!   ([`ServerBuilder::etcd_endpoints`], e.g. an [`EtcdCluster`](crate::etcd::EtcdCluster)'s),
+//!   or explicit flags. Its kubeconfig and log (`server.log`:
 //!   stderr and stdout, kept across restarts) live in a temporary directory of its own. It
 //!   inherits this process's environment, changed by [`ServerBuilder::env`] and
 //!   [`ServerBuilder::env_remove`].
@@ -93,6 +95,11 @@ pub fn listwatch_binary(fallback: Option<&Path>) -> Result<PathBuf, StartError> 
 #[derive(Debug)]
 enum Storage {
     Backend(Backend),
+    /// etcd endpoints the caller runs, and the key prefix (which other servers may share).
+    Etcd {
+        endpoints: Vec<String>,
+        prefix: String,
+    },
     Flags(Vec<String>),
 }
 
@@ -167,6 +174,21 @@ impl ServerBuilder {
     /// How a [`Backend::PrivateEtcd`] is run (e.g. its version).
     pub fn etcd_options(mut self, options: EtcdProcessOptions) -> Self {
         self.etcd_options = options;
+        self
+    }
+
+    /// Runs on the etcd at `endpoints` (`--etcd`), which the caller keeps running, with every key
+    /// under `prefix` (`--etcd-prefix`, e.g. `format!("{}registry", unique_prefix(name))`).
+    /// Servers started with the same endpoints and prefix share their data, as the
+    /// kube-apiservers of one cluster do: each sees the others' writes (through its own watch
+    /// cache, so after a moment). For several servers on one [`EtcdCluster`], pass
+    /// [`EtcdCluster::endpoints`] and one prefix to each.
+    ///
+    /// [`EtcdCluster`]: crate::etcd::EtcdCluster
+    /// [`EtcdCluster::endpoints`]: crate::etcd::EtcdCluster::endpoints
+    pub fn etcd_endpoints<S: Into<String>>(mut self, endpoints: impl IntoIterator<Item = S>, prefix: &str) -> Self {
+        let endpoints = endpoints.into_iter().map(Into::into).collect();
+        self.storage = Storage::Etcd { endpoints, prefix: prefix.to_owned() };
         self
     }
 
@@ -296,6 +318,9 @@ impl ServerBuilder {
         let mut etcd = self.etcd;
         let storage = match (self.storage, &etcd) {
             (Storage::Flags(flags), _) => flags,
+            (Storage::Etcd { endpoints, prefix }, _) => {
+                vec!["--etcd".into(), endpoints.join(","), "--etcd-prefix".into(), prefix]
+            }
             (Storage::Backend(_), Some(given)) => vec!["--etcd".into(), given.endpoint().to_owned()],
             (Storage::Backend(Backend::Memory), None) => {
                 vec!["--data-dir".into(), dir.path().join("data").display().to_string()]
