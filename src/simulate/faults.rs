@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use http::Method;
 use listwatch_client::Client;
+use listwatch_testkit::etcd::EtcdCluster;
 use listwatch_testkit::server::Server;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -67,6 +68,7 @@ pub struct Caused {
 pub async fn cause(
     fault: &Fault,
     servers: &Arc<Mutex<Vec<Server>>>,
+    etcd: &Arc<Mutex<Option<EtcdCluster>>>,
     clients: &[Client],
     history_revision: i64,
 ) -> anyhow::Result<Caused> {
@@ -143,6 +145,37 @@ pub async fn cause(
                 note: format!("{} server {server}", if *kill { "killed and restarted" } else { "restarted" }),
                 ..Default::default()
             }
+        }
+        Fault::EtcdKill { member, restart_after } => {
+            let mut guard = etcd.lock().await;
+            let cluster = guard.as_mut().ok_or_else(|| anyhow::anyhow!("no etcd cluster"))?;
+            let killed = match member {
+                Some(m) => {
+                    cluster.kill(*m).await;
+                    *m
+                }
+                None => cluster.kill_leader().await,
+            };
+            drop(guard);
+            let (etcd, after) = (etcd.clone(), restart_after.0);
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                if let Some(cluster) = etcd.lock().await.as_mut() {
+                    cluster.restart(killed).await;
+                }
+            });
+            Caused {
+                note: format!("killed etcd member {killed} (back after {} ms)", after.as_millis()),
+                ..Default::default()
+            }
+        }
+        Fault::EtcdLeaderChange {} => {
+            let guard = etcd.lock().await;
+            let cluster = guard.as_ref().ok_or_else(|| anyhow::anyhow!("no etcd cluster"))?;
+            let leader = cluster.leader().await.ok_or_else(|| anyhow::anyhow!("the etcd cluster has no leader"))?;
+            let to = (leader + 1) % cluster.members().len();
+            cluster.move_leader(to).await;
+            Caused { note: format!("moved etcd leadership from member {leader} to {to}"), ..Default::default() }
         }
         Fault::BreakWatch { kind } => {
             debug(format!("/debug/listwatch/break?kind={kind}")).await?;

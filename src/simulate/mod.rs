@@ -27,6 +27,7 @@ use listwatch_client::reflector::{Reflector, ReflectorConfig, ReflectorEvent};
 use listwatch_client::{Api, ApiResource, Client, Config, DynamicObject, Object};
 use listwatch_simulator::checker::{self, Verdict};
 use listwatch_simulator::record::{ClientRecord, Known};
+use listwatch_testkit::etcd::{EtcdCluster, EtcdProcessOptions};
 use listwatch_testkit::server::{Backend, Server};
 use serde_json::json;
 use tokio::sync::watch;
@@ -144,7 +145,8 @@ impl Outcome {
 
 async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
     let started = Instant::now();
-    let servers = start_servers(scenario).await?;
+    let (servers, etcd) = start_servers(scenario).await?;
+    let etcd = Arc::new(tokio::sync::Mutex::new(etcd));
     let clients: Vec<Client> = servers.iter().map(client_of).collect::<anyhow::Result<_>>()?;
     let servers = Arc::new(tokio::sync::Mutex::new(servers));
     workload::prepare(&clients[0], &scenario.workload).await?;
@@ -159,9 +161,11 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
         for i in 0..spec.count {
             let id = format!("{}-{i}", spec.name);
             let server = reflectors.len() % clients.len();
-            let api: Api<DynamicObject> =
-                Api::new(clients[server].clone(), ApiResource::configmaps(), spec.namespace.as_deref());
-            let (observed, log) = observe::Observed::new(api, &id, started);
+            let apis: Vec<Api<DynamicObject>> = clients
+                .iter()
+                .map(|c| Api::new(c.clone(), ApiResource::configmaps(), spec.namespace.as_deref()))
+                .collect();
+            let (observed, log) = observe::Observed::new(apis, server, &id, started);
             let config = ReflectorConfig {
                 name: id.clone(),
                 label_selector: spec.selector.clone(),
@@ -202,7 +206,7 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
         tokio::time::sleep(wait).await;
         let at = started.elapsed();
         let history_revision = history.lock().expect("history").revision();
-        match faults::cause(&firing.fault, &servers, &clients, history_revision).await {
+        match faults::cause(&firing.fault, &servers, &etcd, &clients, history_revision).await {
             Ok(caused) => {
                 let at_ms = at.as_millis() as u64;
                 if let Some(after) = caused.window_reset_after {
@@ -388,25 +392,35 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Starts the scenario's servers (with the debug API, and no compactor of their own: the
-/// scenario decides when storage is compacted).
-async fn start_servers(scenario: &Scenario) -> anyhow::Result<Vec<Server>> {
-    let backend = match scenario.backend.kind {
-        BackendKind::Ephemeral => Backend::Ephemeral,
-        BackendKind::Embedded => Backend::Memory,
-        BackendKind::Etcd => Backend::PrivateEtcd,
-    };
+/// Starts the scenario's storage and servers (with the debug API, and no compactor of their
+/// own: the scenario decides when storage is compacted). On etcd the servers share one key
+/// prefix, as the kube-apiservers of one cluster do.
+async fn start_servers(scenario: &Scenario) -> anyhow::Result<(Vec<Server>, Option<EtcdCluster>)> {
     let binary = std::env::current_exe().context("finding the listwatch binary")?;
-    let server = Server::builder()
-        .name("simulate")
-        .backend(backend)
-        .fallback_binary(binary)
-        .debug_api(true)
-        .args(["--compaction-interval=0"])
-        .try_start()
-        .await
-        .map_err(|e| anyhow::anyhow!("starting the server: {e}"))?;
-    Ok(vec![server])
+    let builder = |i: usize| {
+        Server::builder()
+            .name(&format!("simulate-{i}"))
+            .fallback_binary(binary.clone())
+            .debug_api(true)
+            .args(["--compaction-interval=0"])
+    };
+    let (etcd, backend) = match scenario.backend.kind {
+        BackendKind::Ephemeral => (None, Backend::Ephemeral),
+        BackendKind::Embedded => (None, Backend::Memory),
+        BackendKind::Etcd => {
+            let members = usize::from(scenario.backend.members);
+            (Some(EtcdCluster::start(members, EtcdProcessOptions::default()).await), Backend::Etcd)
+        }
+    };
+    let mut servers = Vec::new();
+    for i in 0..usize::from(scenario.backend.servers) {
+        let builder = match &etcd {
+            Some(cluster) => builder(i).etcd_endpoints(cluster.endpoints(), "/registry"),
+            None => builder(i).backend(backend),
+        };
+        servers.push(builder.try_start().await.map_err(|e| anyhow::anyhow!("starting server {i}: {e}"))?);
+    }
+    Ok((servers, etcd))
 }
 
 fn client_of(server: &Server) -> anyhow::Result<Client> {

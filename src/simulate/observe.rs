@@ -28,9 +28,13 @@ pub struct ClientLog {
     pub watches: Vec<WatchRecord>,
 }
 
-/// An [`Api`] that records what passes through it.
+/// An [`Api`] that records what passes through it. Given several servers' [`Api`]s it fails
+/// over as a client behind a load balancer does: a request that cannot reach its server is
+/// an error to the reflector (which backs off and retries, from its resourceVersion), and the
+/// retry goes to the next server.
 pub struct Observed {
-    api: Api<DynamicObject>,
+    apis: Vec<Api<DynamicObject>>,
+    current: std::sync::atomic::AtomicUsize,
     client: String,
     started: Instant,
     log: Arc<Mutex<ClientLog>>,
@@ -38,9 +42,27 @@ pub struct Observed {
 
 impl Observed {
     /// Records `client`'s traffic through `api`; times are milliseconds since `started`.
-    pub fn new(api: Api<DynamicObject>, client: &str, started: Instant) -> (Observed, Arc<Mutex<ClientLog>>) {
+    pub fn new(
+        apis: Vec<Api<DynamicObject>>,
+        first: usize,
+        client: &str,
+        started: Instant,
+    ) -> (Observed, Arc<Mutex<ClientLog>>) {
         let log = Arc::new(Mutex::new(ClientLog::default()));
-        (Observed { api, client: client.to_string(), started, log: log.clone() }, log)
+        let current = std::sync::atomic::AtomicUsize::new(first % apis.len().max(1));
+        (Observed { apis, current, client: client.to_string(), started, log: log.clone() }, log)
+    }
+
+    /// The server requests go to now.
+    fn api(&self) -> &Api<DynamicObject> {
+        &self.apis[self.current.load(std::sync::atomic::Ordering::Relaxed) % self.apis.len()]
+    }
+
+    /// After an error: the next request goes to the next server if this one was unreachable.
+    fn fail_over(&self, error: &Error) {
+        if matches!(error, Error::Request { .. }) && self.apis.len() > 1 {
+            self.current.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 }
 
@@ -75,7 +97,10 @@ impl ListerWatcher<DynamicObject> for Observed {
     fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<Arc<DynamicObject>>, Error>> {
         Box::pin(async move {
             let at_ms = millis_since(self.started);
-            let result = self.api.list_shared(params).await;
+            let result = self.api().list_shared(params).await;
+            if let Err(e) = &result {
+                self.fail_over(e);
+            }
             let recorded = match &result {
                 Ok(list) => ListResult::Ok {
                     resource_version: list.metadata.resource_version.parse().unwrap_or(-1),
@@ -110,9 +135,9 @@ impl ListerWatcher<DynamicObject> for Observed {
         Box::pin(async move {
             let opened_ms = millis_since(self.started);
             let request = WatchRequest {
-                group: self.api.resource().group.clone(),
-                resource: self.api.resource().plural.clone(),
-                namespace: self.api.namespace().map(String::from),
+                group: self.api().resource().group.clone(),
+                resource: self.api().resource().plural.clone(),
+                namespace: self.api().namespace().map(String::from),
                 label_selector: params.label_selector.clone(),
                 field_selector: params.field_selector.clone(),
                 resource_version: params.resource_version.clone(),
@@ -133,9 +158,10 @@ impl ListerWatcher<DynamicObject> for Observed {
                 });
                 seq as usize
             };
-            let stream = match self.api.watch_shared(params).await {
+            let stream = match self.api().watch_shared(params).await {
                 Ok(stream) => stream,
                 Err(e) => {
+                    self.fail_over(&e);
                     let mut log = self.log.lock().expect("log lock");
                     if let Some(record) = log.watches.get_mut(seq) {
                         record.deliveries.push(error_delivery(millis_since(self.started), &e));

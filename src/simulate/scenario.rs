@@ -287,6 +287,17 @@ pub enum Fault {
         #[serde(default)]
         kill: bool,
     },
+    /// Kill an etcd member (SIGKILL, as a crash), and start it again after a while.
+    EtcdKill {
+        /// Which member (0-based); the current leader when absent.
+        #[serde(default)]
+        member: Option<usize>,
+        /// How long it stays down.
+        #[serde(rename = "restartAfter")]
+        restart_after: Dur,
+    },
+    /// A graceful etcd leader change (`etcdctl move-leader`) to another member.
+    EtcdLeaderChange {},
     /// Make the server break a watch guarantee on purpose (the checker's self-test).
     BreakWatch {
         /// `skip-event`, `duplicate-event`, `bookmark-ahead`, `alter-object`,
@@ -339,13 +350,23 @@ impl<'de> Deserialize<'de> for Dur {
 const TIMING_KEYS: [&str; 5] = ["at", "every", "from", "until", "jitter"];
 
 /// The fault keys (for "expected one of" messages).
-const FAULT_KEYS: [&str; 8] =
-    ["compact", "dropWatches", "resetCache", "throttle", "storageOutage", "streams", "restartServer", "breakWatch"];
+const FAULT_KEYS: [&str; 10] = [
+    "compact",
+    "dropWatches",
+    "resetCache",
+    "throttle",
+    "storageOutage",
+    "streams",
+    "restartServer",
+    "etcdKill",
+    "etcdLeaderChange",
+    "breakWatch",
+];
 
 thread_local! {
     /// The backend of the scenario being read: some faults need a particular one, and saying
     /// so while the step is read puts the step's line and column in the error.
-    static BACKEND: Cell<(BackendKind, u8)> = const { Cell::new((BackendKind::Ephemeral, 1)) };
+    static BACKEND: Cell<(BackendKind, u8, u8)> = const { Cell::new((BackendKind::Ephemeral, 1, 1)) };
 }
 
 impl<'de> Deserialize<'de> for FaultStep {
@@ -418,13 +439,36 @@ fn read_fault<'de, A: MapAccess<'de>>(name: &str, map: &mut A) -> Result<Fault, 
             map.next_value::<RestartArgs>().map(|a| Fault::RestartServer { server: a.server, kill: a.kill })?
         }
         "breakWatch" => map.next_value::<BreakArgs>().map(|a| Fault::BreakWatch { kind: a.kind })?,
+        "etcdKill" => map
+            .next_value::<EtcdKillArgs>()
+            .map(|a| Fault::EtcdKill { member: a.member, restart_after: a.restart_after })?,
+        "etcdLeaderChange" => {
+            map.next_value::<de::IgnoredAny>()?;
+            Fault::EtcdLeaderChange {}
+        }
         other if TIMING_KEYS.contains(&other) => unreachable!("timing keys are read by the caller"),
         other => {
             let expected: Vec<&str> = TIMING_KEYS.iter().chain(FAULT_KEYS.iter()).copied().collect();
             return Err(de::Error::unknown_field(other, leak(expected)));
         }
     };
-    let (backend, servers) = BACKEND.with(Cell::get);
+    let (backend, servers, members) = BACKEND.with(Cell::get);
+    match &fault {
+        Fault::EtcdKill { .. } if backend != BackendKind::Etcd => {
+            return Err(de::Error::custom("etcdKill needs `backend: {kind: etcd}`"));
+        }
+        Fault::EtcdKill { member: Some(m), .. } if usize::from(members) <= *m => {
+            return Err(de::Error::custom(format!(
+                "etcdKill: member {m} does not exist (the cluster has {members} member(s), numbered from 0)"
+            )));
+        }
+        Fault::EtcdLeaderChange {} if backend != BackendKind::Etcd || members < 3 => {
+            return Err(de::Error::custom(
+                "etcdLeaderChange needs a cluster to change leaders in: `backend: {kind: etcd, members: 3}`",
+            ));
+        }
+        _ => {}
+    }
     if let Fault::RestartServer { server, .. } = &fault {
         if usize::from(servers) <= *server {
             return Err(de::Error::custom(format!(
@@ -491,6 +535,14 @@ struct RestartArgs {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct EtcdKillArgs {
+    #[serde(default)]
+    member: Option<usize>,
+    restart_after: Dur,
+}
+
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BreakArgs {
     kind: String,
@@ -538,7 +590,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         backend: BackendSpec,
     }
     let backend = serde_yaml_ng::from_str::<BackendOnly>(text).map_err(error)?.backend;
-    BACKEND.with(|b| b.set((backend.kind, backend.servers)));
+    BACKEND.with(|b| b.set((backend.kind, backend.servers, backend.members)));
     let scenario: Scenario = serde_yaml_ng::from_str(text).map_err(error)?;
     let refuse = |message: String| Err(ScenarioError { file: file.to_string(), position: None, message });
     if scenario.backend.kind != BackendKind::Etcd && (scenario.backend.members != 1 || scenario.backend.servers != 1) {
@@ -550,10 +602,8 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
     if scenario.clients.is_empty() && scenario.commands.is_empty() {
         return refuse("clients: a scenario needs at least one client or command".into());
     }
-    if scenario.backend.members != 1 || scenario.backend.servers != 1 {
-        return refuse(
-            "backend: several etcd members or servers are not built yet (one member, one server for now)".into(),
-        );
+    if scenario.backend.servers == 0 {
+        return refuse("backend.servers: 0 servers; expected 1 or more".into());
     }
     if !(scenario.workload.rate > 0.0 && scenario.workload.rate.is_finite()) {
         return refuse(format!("workload.rate: {}; expected writes per second above 0", scenario.workload.rate));

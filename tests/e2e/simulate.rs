@@ -108,6 +108,16 @@ async fn goaway_passes() {
 }
 
 #[tokio::test]
+async fn etcd_leader_changes_pass() {
+    passes("etcd-leader-change.yaml").await;
+}
+
+#[tokio::test]
+async fn server_failover_passes() {
+    passes("server-failover.yaml").await;
+}
+
+#[tokio::test]
 async fn kubectl_watch_passes() {
     passes("kubectl-watch.yaml").await;
 }
