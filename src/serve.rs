@@ -39,6 +39,13 @@ pub struct ServeArgs {
     /// Keep the embedded store in memory only.
     #[arg(long, conflicts_with = "etcd")]
     ephemeral: bool,
+    /// Serve a history recorded by `listwatch simulate --record FILE`: an empty in-memory store
+    /// into which the recorded changes are written again, at their recorded revisions.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["etcd", "data_dir"])]
+    replay: Option<PathBuf>,
+    /// How much faster than recorded the replay goes (2 = twice as fast).
+    #[arg(long, default_value_t = 1.0, requires = "replay")]
+    replay_speed: f64,
     /// Write a kubeconfig for this server here [default: ~/.kube/listwatch-config].
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
@@ -184,7 +191,7 @@ async fn open_storage(args: &ServeArgs) -> anyhow::Result<Opened> {
         });
     }
     let progress_notify_interval = args.progress_notify_interval;
-    let (data_dir, described) = if args.ephemeral {
+    let (data_dir, described) = if args.ephemeral || args.replay.is_some() {
         (None, "the embedded store, in memory only".to_string())
     } else {
         let dir = args.data_dir.clone().unwrap_or_else(default_data_dir);
@@ -335,7 +342,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         storage
     };
+    let replay = match &args.replay {
+        Some(path) => {
+            // The replayed history holds the namespaces; its revisions start at 1.
+            config.bootstrap_namespaces = false;
+            Some(crate::replay::read(path)?)
+        }
+        None => None,
+    };
     let state = listwatch_apiserver::start(config, storage).await.context("starting the API server")?;
+    if let Some(changes) = replay {
+        tokio::spawn(crate::replay::run(state.clone(), changes, args.replay_speed));
+    }
     write_kubeconfigs(&args, &kubeconfig, &server, security)?;
     let serving = tokio::spawn(listwatch_apiserver::serve(listener, state.clone(), tls, shutdown_signal()));
     let ready = state.wait_ready(Duration::from_secs(60)).await;

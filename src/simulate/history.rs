@@ -35,10 +35,12 @@ impl History {
 }
 
 /// Reads the history through `servers` (tried in turn after a break) until `stop` turns true.
+/// With `objects`, each Put carries its stored object (for a record that can be replayed).
 pub async fn follow(
     servers: Vec<Client>,
     history: Arc<Mutex<History>>,
     started: Instant,
+    objects: bool,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut server = 0;
@@ -47,7 +49,7 @@ pub async fn follow(
             return;
         }
         let from = history.lock().expect("history lock").revision();
-        let read = read_from(&servers[server % servers.len()], from, &history, started);
+        let read = read_from(&servers[server % servers.len()], from, objects, &history, started);
         tokio::select! {
             _ = read => {}
             _ = stop.wait_for(|s| *s) => return,
@@ -59,8 +61,8 @@ pub async fn follow(
 }
 
 /// One connection's worth of history after revision `from`; returns when the stream ends.
-async fn read_from(server: &Client, from: i64, history: &Mutex<History>, started: Instant) {
-    let path = format!("/debug/listwatch/history?resourceVersion={from}");
+async fn read_from(server: &Client, from: i64, objects: bool, history: &Mutex<History>, started: Instant) {
+    let path = format!("/debug/listwatch/history?resourceVersion={from}&objects={objects}");
     let Ok(response) = server.request_stream(Method::GET, &path, "application/json").await else { return };
     let mut body = response.into_body();
     let mut buffer = BytesMut::new();

@@ -72,7 +72,7 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<std::process::ExitCode> {
     let mut all_passed = true;
     for run in 0..args.runs.max(1) {
         let seed = first_seed.wrapping_add(run);
-        let outcome = run_once(&scenario, seed).await?;
+        let outcome = run_once(&scenario, seed, args.record.is_some()).await?;
         print_summary(&scenario, seed, &outcome);
         all_passed &= outcome.passed;
         if let Some(path) = &args.record {
@@ -143,7 +143,7 @@ impl Outcome {
     }
 }
 
-async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
+async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::Result<Outcome> {
     let started = Instant::now();
     let (servers, etcd) = start_servers(scenario).await?;
     let etcd = Arc::new(tokio::sync::Mutex::new(etcd));
@@ -153,7 +153,7 @@ async fn run_once(scenario: &Scenario, seed: u64) -> anyhow::Result<Outcome> {
     let (stop_tx, stop) = watch::channel(false);
 
     let history = Arc::new(Mutex::new(history::History::default()));
-    let follower = tokio::spawn(history::follow(clients.clone(), history.clone(), started, stop.clone()));
+    let follower = tokio::spawn(history::follow(clients.clone(), history.clone(), started, record, stop.clone()));
 
     // The clients under test: our reflector, each with a store it keeps from its events.
     let mut reflectors = Vec::new();
@@ -521,8 +521,8 @@ fn write_record(path: &std::path::Path, outcome: &Outcome) -> anyhow::Result<()>
     use std::io::Write;
     let mut out =
         std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
-    for event in &outcome.history {
-        writeln!(out, "{}", json!({"history": event}))?;
+    for (event, (at_ms, _)) in outcome.history.iter().zip(&outcome.storage_line) {
+        writeln!(out, "{}", json!({"history": event, "atMs": at_ms}))?;
     }
     for client in &outcome.clients {
         writeln!(out, "{}", json!({"client": client}))?;

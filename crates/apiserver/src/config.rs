@@ -43,6 +43,9 @@ pub struct ServerConfig {
     pub read_header_timeout: Option<Duration>,
     /// Who may ask (`--token-auth-file`, `--client-ca-file`, `--anonymous-auth`).
     pub authentication: crate::authn::Authentication,
+    /// Create the namespaces kube-apiserver creates at startup (off when storage is to hold
+    /// a replayed history, revision for revision).
+    pub bootstrap_namespaces: bool,
     /// `--break-watch`: the watch guarantee every stream breaks on purpose from the start (the
     /// debug API can change it later).
     pub break_watch: WatchBreaker,
@@ -71,6 +74,7 @@ impl Default for ServerConfig {
             authentication: Default::default(),
             break_watch: WatchBreaker::None,
             storage_outage: None,
+            bootstrap_namespaces: true,
         }
     }
 }

@@ -20,7 +20,9 @@ pub async fn start(config: ServerConfig, storage: Arc<dyn Storage>) -> Result<Ar
     let (deletions, marked) = tokio::sync::mpsc::unbounded_channel();
     let state = Arc::new(ApiState::new(config, storage, deletions).await?);
     crate::controllers::start(&state, marked).await.map_err(|e| StorageError::Unavailable(e.to_string()))?;
-    bootstrap_namespaces(&state).await?;
+    if state.config.bootstrap_namespaces {
+        bootstrap_namespaces(&state).await?;
+    }
     Ok(state)
 }
 

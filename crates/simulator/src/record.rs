@@ -36,6 +36,10 @@ pub struct HistoryEvent {
     /// `listwatch_meta::fingerprint::object_fingerprint` of the new state; for a delete, of the
     /// state deleted.
     pub fingerprint: u64,
+    /// The stored object of a Put, when the history was read for a record to replay
+    /// (`/debug/listwatch/history?objects=true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<serde_json::Value>,
 }
 
 /// How a write changed its key.

@@ -55,6 +55,7 @@ impl Log {
             labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             // Every write's content differs.
             fingerprint: 0xf000 + revision as u64,
+            object: None,
         });
         revision
     }

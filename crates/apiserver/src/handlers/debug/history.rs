@@ -45,6 +45,8 @@ pub async fn respond(state: &ApiState, query: &Query) -> Result<HttpResponse, Ap
     if after < 0 {
         return Err(ApiError::bad_request("resourceVersion must not be negative"));
     }
+    // `objects=true` adds each Put's stored object, for a record that can be replayed.
+    let objects = query.get("objects") == Some("true");
     let root = state.config.storage_root.trim_end_matches('/').to_string();
     let range = KeyRange::prefix(format!("{root}/"));
     let mut watch =
@@ -61,7 +63,8 @@ pub async fn respond(state: &ApiState, query: &Query) -> Result<HttpResponse, Ap
         Ok(Some(Ok(answer))) => Some(Ok(answer)),
         Err(_) => None,
     };
-    let stream = History { watch, pending: first, root, shutdown: state.shutdown.clone(), ended: false }.lines();
+    let stream =
+        History { watch, pending: first, root, objects, shutdown: state.shutdown.clone(), ended: false }.lines();
     Ok(response::with_body(200, "application/json", Body::stream(stream)))
 }
 
@@ -72,6 +75,8 @@ struct History {
     pending: Option<Result<WatchResponse, StorageError>>,
     /// The storage root, without a trailing `/`.
     root: String,
+    /// Whether each Put's line carries the stored object.
+    objects: bool,
     shutdown: watch::Receiver<bool>,
     ended: bool,
 }
@@ -102,7 +107,13 @@ impl History {
                 Ok(WatchResponse::Events(events)) => {
                     let mut lines = Vec::new();
                     for event in &events {
-                        if let Some(line) = describe(&self.root, event) {
+                        if let Some(mut line) = describe(&self.root, event) {
+                            if self.objects
+                                && event.kind == EventKind::Put
+                                && let Ok(object) = serde_json::from_slice::<Value>(&event.kv.value)
+                            {
+                                line["object"] = object;
+                            }
                             serde_json::to_writer(&mut lines, &line).expect("JSON values serialize");
                             lines.push(b'\n');
                         }
