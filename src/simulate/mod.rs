@@ -54,13 +54,16 @@ pub struct SimulateArgs {
     /// Draw the run (faults, each client's resourceVersion over time, relists) as SVG here.
     #[arg(long)]
     timeline: Option<PathBuf>,
+    /// Run on this storage instead of the scenario's (`ephemeral`, `embedded` or `etcd`).
+    #[arg(long, value_name = "KIND")]
+    backend: Option<String>,
 }
 
 /// Runs the scenario; the process's exit code is 0 only if every run passed.
 pub async fn run(args: SimulateArgs) -> anyhow::Result<std::process::ExitCode> {
     let file = args.scenario.display().to_string();
     let text = std::fs::read_to_string(&args.scenario).with_context(|| format!("reading {file}"))?;
-    let scenario = match scenario::parse(&file, &text) {
+    let scenario = match scenario::parse_with_backend(&file, &text, args.backend.as_deref()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{e}");

@@ -571,7 +571,14 @@ impl fmt::Display for ScenarioError {
 impl std::error::Error for ScenarioError {}
 
 /// Reads a scenario (`file` names it in errors).
+#[cfg(test)]
 pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+    parse_with_backend(file, text, None)
+}
+
+/// Reads a scenario, run on `backend` (`ephemeral`, `embedded`, `etcd`) instead of its own when
+/// given; its faults are checked against that backend.
+pub fn parse_with_backend(file: &str, text: &str, backend: Option<&str>) -> Result<Scenario, ScenarioError> {
     let error = |e: serde_yaml_ng::Error| {
         // The location is reported apart; serde_yaml_ng repeats it at the end of the message.
         let message = e.to_string().split(" at line ").next().unwrap_or_default().to_string();
@@ -589,9 +596,23 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         #[serde(default)]
         backend: BackendSpec,
     }
-    let backend = serde_yaml_ng::from_str::<BackendOnly>(text).map_err(error)?.backend;
-    BACKEND.with(|b| b.set((backend.kind, backend.servers, backend.members)));
-    let scenario: Scenario = serde_yaml_ng::from_str(text).map_err(error)?;
+    let mut spec = serde_yaml_ng::from_str::<BackendOnly>(text).map_err(error)?.backend;
+    let kind = match backend {
+        None => None,
+        Some(name) => Some(serde_yaml_ng::from_str::<BackendKind>(name).map_err(|_| ScenarioError {
+            file: file.to_string(),
+            position: None,
+            message: format!("--backend {name}: expected ephemeral, embedded or etcd"),
+        })?),
+    };
+    if let Some(kind) = kind {
+        spec.kind = kind;
+    }
+    BACKEND.with(|b| b.set((spec.kind, spec.servers, spec.members)));
+    let mut scenario: Scenario = serde_yaml_ng::from_str(text).map_err(error)?;
+    if let Some(kind) = kind {
+        scenario.backend.kind = kind;
+    }
     let refuse = |message: String| Err(ScenarioError { file: file.to_string(), position: None, message });
     if scenario.backend.kind != BackendKind::Etcd && (scenario.backend.members != 1 || scenario.backend.servers != 1) {
         return refuse("backend: several etcd members or servers need `kind: etcd`".into());
