@@ -17,6 +17,12 @@
 //! descriptors), WebSocket watches (a real WebSocket client), Tables and metadata-only
 //! output, and many watches multiplexed on one HTTP/2 connection.
 //!
+//! The `watch-guarantee-*` checks go further than single rules: under a few hundred writes they
+//! record what several list+watch and streaming-list clients received and judge it with the
+//! watch simulator's checker (`listwatch_simulator::checker`) for etcd's watch guarantees read
+//! for the Kubernetes API: ordered, unique, atomic, reliable, resumable, bookmarkable, and that
+//! each client's store converges (see `checks/guarantees`).
+//!
 //! Every check works on ConfigMaps in the run's namespace, with names of its own and a label
 //! (`listwatch-conformance/check=<check name>`) that its watches select on, so checks are
 //! independent and run concurrently. The few that disturb the whole server (compaction, a watch
@@ -121,6 +127,7 @@ const CHECK_DEADLINE: Duration = Duration::from_secs(90);
 /// run's namespace, runs the concurrent checks together and then the exclusive ones one by
 /// one, and deletes the namespace. A name that matches no check is reported as failed.
 pub async fn run(target: &Target, only: &[String]) -> Report {
+    let target = &target.for_new_run();
     let started = Instant::now();
     let checks = all_checks();
     let mut results = Vec::new();

@@ -34,6 +34,9 @@ pub struct Target {
     /// cache reset) report Skipped without it.
     pub debug_api: bool,
     pub(crate) client: reqwest::Client,
+    /// The watch-guarantee checks' one observation run, shared by those checks (and by clones
+    /// of this target); [`crate::run`] starts every run with an empty one.
+    pub(crate) guarantee_observation: crate::checks::guarantees::SharedObservation,
 }
 
 impl std::fmt::Debug for Target {
@@ -93,7 +96,13 @@ impl Target {
             namespace: fresh_namespace(),
             debug_api: false,
             client: builder.build()?,
+            guarantee_observation: Default::default(),
         })
+    }
+
+    /// This target with no observation made yet: each run observes afresh.
+    pub(crate) fn for_new_run(&self) -> Target {
+        Target { guarantee_observation: Default::default(), ..self.clone() }
     }
 
     /// The absolute URL of `path_and_query` on the server.
