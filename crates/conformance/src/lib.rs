@@ -34,13 +34,17 @@
 //! listwatch-conformance --server http://127.0.0.1:8080 --debug-api     # a listwatch with --enable-debug-api
 //! listwatch-conformance --kubeconfig ~/.kube/config --check watch-bookmarks
 //! listwatch-conformance --list
+//! listwatch-conformance --server http://127.0.0.1:8080 --output junit --output-file conformance.xml
 //! ```
+//!
+//! A [`Report`] prints as text, and renders as JSON or JUnit XML ([`OutputFormat`]).
 //!
 //! HTTPS servers need the `tls` feature (or `kubectl proxy` in front of them).
 
 mod checks;
 mod fixture;
 mod http;
+mod junit;
 mod kubeconfig;
 mod proto;
 mod report;
@@ -54,7 +58,7 @@ use futures::future::BoxFuture;
 
 pub use checks::all_checks;
 pub use kubeconfig::KubeconfigError;
-pub use report::{CheckResult, Outcome, Report};
+pub use report::{CheckResult, Outcome, OutputFormat, Report};
 pub use target::{Target, TargetError};
 
 /// One conformance check: what it asserts, where the spec says so, and how to run it.

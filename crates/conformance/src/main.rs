@@ -1,11 +1,12 @@
 //! `listwatch-conformance`: runs the LIST/WATCH conformance checks against a server and prints
-//! the report; exits 1 when a check failed, 2 when the run could not start.
+//! the report (as text, JSON or JUnit XML, to stdout or a file); exits 1 when a check failed, 2
+//! when the run could not start or its report could not be written.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use listwatch_conformance::{Target, all_checks, run};
+use listwatch_conformance::{OutputFormat, Target, all_checks, run};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -33,6 +34,12 @@ struct Args {
     /// List the checks and exit.
     #[arg(long)]
     list: bool,
+    /// How to write the report: text for people, json, or junit (JUnit XML for CI).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    output: OutputFormat,
+    /// Write the report (in --output's format) to this file; stdout then shows the text report.
+    #[arg(long, value_name = "PATH")]
+    output_file: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -68,6 +75,16 @@ async fn main() -> ExitCode {
     }
     eprintln!("running against {} in namespace {}", target.base_url, target.namespace);
     let report = run(&target, &args.checks).await;
-    println!("{report}");
+    match &args.output_file {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, report.render(args.output)) {
+                eprintln!("writing the report to {}: {e}", path.display());
+                println!("{report}");
+                return ExitCode::from(2);
+            }
+            println!("{report}");
+        }
+        None => print!("{}", report.render(args.output)),
+    }
     if report.all_passed() { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
