@@ -1,12 +1,12 @@
 //! The part of a kubeconfig a conformance run needs: the current context's server URL, its
-//! bearer token (inline or from a file), and its TLS material (used only with the `tls`
-//! feature). Reading the file is the client crate's kubeconfig loader; exec plugins and auth
-//! providers are not run: put a token in the kubeconfig or pass one, or go through
-//! `kubectl proxy`.
+//! bearer token (inline or from a file) or exec credential plugin (run by the client crate's
+//! [`ExecProvider`](listwatch_client::ExecProvider) when a request needs credentials), and its TLS
+//! material (used only with the `tls` feature). Reading the file is the client crate's kubeconfig
+//! loader.
 
 use std::path::{Path, PathBuf};
 
-use listwatch_client::{Auth, Config};
+use listwatch_client::{Auth, Config, ExecConfig};
 
 #[derive(Debug, thiserror::Error)]
 pub enum KubeconfigError {
@@ -25,6 +25,8 @@ pub enum KubeconfigError {
 pub struct Kubeconfig {
     pub server: String,
     pub token: Option<String>,
+    /// The exec credential plugin that gives the token, when the kubeconfig has one instead.
+    pub exec: Option<ExecConfig>,
     /// PEM bytes of the CA that signed the server's certificate.
     pub certificate_authority: Option<Vec<u8>>,
     pub insecure_skip_tls_verify: bool,
@@ -36,8 +38,13 @@ impl Kubeconfig {
     /// Reads the current context of the kubeconfig at `path`.
     pub fn load(path: &Path) -> Result<Kubeconfig, KubeconfigError> {
         let config = Config::from_kubeconfig(path)?;
+        let mut exec = None;
         let token = match &config.auth {
             Auth::None => None,
+            Auth::Exec(plugin) => {
+                exec = Some(ExecConfig::clone(plugin));
+                None
+            }
             Auth::BearerToken(token) => Some(token.clone()),
             Auth::BearerTokenFile(file) => Some(
                 std::fs::read_to_string(file)
@@ -59,6 +66,7 @@ impl Kubeconfig {
         Ok(Kubeconfig {
             server: config.server.clone(),
             token,
+            exec,
             certificate_authority: config.tls.ca_pem.clone(),
             insecure_skip_tls_verify: config.tls.insecure_skip_verify,
             client_identity,

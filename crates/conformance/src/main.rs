@@ -16,7 +16,7 @@ struct Args {
     /// The server's base URL, e.g. http://127.0.0.1:8080 (overrides the kubeconfig's).
     #[arg(long, required_unless_present_any = ["kubeconfig", "list"])]
     server: Option<String>,
-    /// Take the server URL, bearer token and TLS material from this kubeconfig's current context.
+    /// Take the server URL, credentials (a token, a token file or an exec plugin) and TLS material from this kubeconfig's current context.
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
     /// Bearer token (overrides the kubeconfig's).
@@ -72,6 +72,10 @@ async fn main() -> ExitCode {
     }
     if let Some(namespace) = args.namespace {
         target = target.with_namespace(namespace);
+    }
+    if let Err(e) = target.prepare_credentials().await {
+        eprintln!("{e}");
+        return ExitCode::from(2);
     }
     eprintln!("running against {} in namespace {}", target.base_url, target.namespace);
     let report = run(&target, &args.checks).await;

@@ -3,7 +3,10 @@
 //! cache resets.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use listwatch_client::ExecProvider;
 
 use crate::kubeconfig::{Kubeconfig, KubeconfigError};
 
@@ -28,6 +31,9 @@ pub struct Target {
     pub base_url: String,
     /// Sent as `Authorization: Bearer <token>`.
     pub token: Option<String>,
+    /// The kubeconfig's exec credential plugin, when it gives the token instead: run when a
+    /// request needs credentials and the kept ones expired, or after a 401.
+    pub(crate) exec: Option<Arc<ExecProvider>>,
     /// The namespace the run creates, fills with ConfigMaps and deletes; unique per run.
     pub namespace: String,
     /// Whether `/debug/listwatch/*` is available. Checks that need it (forcing compaction or a
@@ -44,6 +50,7 @@ impl std::fmt::Debug for Target {
         f.debug_struct("Target")
             .field("base_url", &self.base_url)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("exec", &self.exec.as_ref().map(|exec| exec.config().command_line()))
             .field("namespace", &self.namespace)
             .field("debug_api", &self.debug_api)
             .finish()
@@ -70,8 +77,10 @@ impl Target {
         Target::build(config)
     }
 
+    /// This target with a fixed bearer token (instead of the kubeconfig's credentials).
     pub fn with_token(mut self, token: impl Into<String>) -> Target {
         self.token = Some(token.into());
+        self.exec = None;
         self
     }
 
@@ -93,11 +102,21 @@ impl Target {
         Ok(Target {
             base_url: config.server,
             token: config.token,
+            exec: config.exec.map(|exec| Arc::new(ExecProvider::new(exec))),
             namespace: fresh_namespace(),
             debug_api: false,
             client: builder.build()?,
             guarantee_observation: Default::default(),
         })
+    }
+
+    /// Runs the kubeconfig's exec credential plugin now, if there is one, so that a plugin that
+    /// fails stops the run before any check (the error names the command and quotes its stderr).
+    pub async fn prepare_credentials(&self) -> Result<(), String> {
+        match &self.exec {
+            Some(exec) => exec.credentials().await.map(|_| ()).map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
     }
 
     /// This target with no observation made yet: each run observes afresh.

@@ -108,7 +108,8 @@ impl Target {
         if !handshake.protocols.is_empty() {
             set("Sec-WebSocket-Protocol", &handshake.protocols.join(", "))?;
         }
-        if let Some(token) = self.token.as_deref().filter(|_| !handshake.without_authorization) {
+        let (token, _) = self.bearer_token().await?;
+        if let Some(token) = token.as_deref().filter(|_| !handshake.without_authorization) {
             set("Authorization", &format!("Bearer {token}"))?;
         }
         let sent_at = Instant::now();

@@ -99,7 +99,7 @@ pub async fn handshake(target: &Target) -> Result<(), CheckFailure> {
     }
     drop(watch);
 
-    let token = target.token.clone().unwrap_or_else(|| "listwatch-conformance".into());
+    let token = target.bearer_token().await?.0.unwrap_or_else(|| "listwatch-conformance".into());
     let bearer = format!("{BEARER_PROTOCOL_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token));
     let with_token = Handshake {
         protocols: vec![bearer, "v4.channel.k8s.io".into()],
