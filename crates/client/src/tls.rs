@@ -22,9 +22,10 @@ use crate::config::TlsSettings;
 use crate::error::Error;
 use crate::exec::ExecProvider;
 
-/// The rustls configuration for `settings`, presenting `exec`'s client certificate when the
-/// settings have none.
-pub(crate) fn client_config(settings: &TlsSettings, exec: Option<Arc<ExecProvider>>) -> Result<ClientConfig, Error> {
+/// The rustls configuration for `settings` (no ALPN protocols: the caller offers its own),
+/// presenting `exec`'s client certificate when the settings have none. Public so that other HTTP
+/// stacks (the conformance tool's) check servers exactly as this client does.
+pub fn client_config(settings: &TlsSettings, exec: Option<Arc<ExecProvider>>) -> Result<ClientConfig, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()

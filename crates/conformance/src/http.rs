@@ -70,6 +70,22 @@ impl ApiResponse {
     }
 }
 
+/// An error with its causes, `outer: inner: innermost` (reqwest's own text stops at the outer
+/// one, e.g. "error sending request", and leaves out the reason, e.g. an untrusted certificate).
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// Body bytes for a report: lossy UTF-8, cut at 4 KiB.
 pub fn truncate(bytes: &[u8]) -> String {
     const MAX: usize = 4096;
@@ -165,7 +181,7 @@ impl Target {
                     REQUEST_TIMEOUT.as_secs()
                 ))
             })?
-            .map_err(|e| CheckFailure::failed(format!("{method} {path_and_query}: {e}")))?;
+            .map_err(|e| CheckFailure::failed(format!("{method} {path_and_query}: {}", error_chain(&e))))?;
             if response.status == 429
                 && let Some(wait) = retry_after(&response.headers)
                 && started.elapsed() + wait < RETRY_429_FOR

@@ -39,7 +39,9 @@
 //!
 //! A [`Report`] prints as text, and renders as JSON or JUnit XML ([`OutputFormat`]).
 //!
-//! HTTPS servers need the `tls` feature (or `kubectl proxy` in front of them).
+//! HTTPS servers are verified against the CA given with `--certificate-authority`, the
+//! kubeconfig's CA or the public roots; only `--insecure-skip-tls-verify` turns verification off
+//! ([`TlsOptions`]).
 
 mod checks;
 mod fixture;
@@ -49,6 +51,7 @@ mod kubeconfig;
 mod proto;
 mod report;
 mod target;
+mod tls;
 mod watch;
 mod ws;
 
@@ -60,6 +63,7 @@ pub use checks::all_checks;
 pub use kubeconfig::KubeconfigError;
 pub use report::{CheckResult, Outcome, OutputFormat, Report};
 pub use target::{Target, TargetError};
+pub use tls::TlsOptions;
 
 /// One conformance check: what it asserts, where the spec says so, and how to run it.
 #[derive(Clone, Copy)]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use listwatch_conformance::{OutputFormat, Target, all_checks, run};
+use listwatch_conformance::{OutputFormat, Target, TlsOptions, all_checks, run};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -19,6 +19,12 @@ struct Args {
     /// Take the server URL, credentials (a token, a token file or an exec plugin) and TLS material from this kubeconfig's current context.
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
+    /// Trust this PEM CA bundle for an https server (instead of the kubeconfig's CA, or the public roots).
+    #[arg(long, value_name = "PATH")]
+    certificate_authority: Option<PathBuf>,
+    /// Do not verify an https server's certificate (verification is on otherwise, whatever the kubeconfig says).
+    #[arg(long, conflicts_with = "certificate_authority")]
+    insecure_skip_tls_verify: bool,
     /// Bearer token (overrides the kubeconfig's).
     #[arg(long, env = "LISTWATCH_CONFORMANCE_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -60,7 +66,18 @@ async fn main() -> ExitCode {
         Some(path) => Target::from_kubeconfig_with_server(path, args.server.as_deref()),
         None => Target::new(args.server.as_deref().unwrap_or_default()),
     };
-    let mut target = match target {
+    let certificate_authority = match &args.certificate_authority {
+        Some(path) => match std::fs::read(path) {
+            Ok(pem) => Some(pem),
+            Err(e) => {
+                eprintln!("reading --certificate-authority {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    let tls = TlsOptions { certificate_authority, insecure_skip_tls_verify: args.insecure_skip_tls_verify };
+    let mut target = match target.and_then(|target| target.with_tls(&tls)) {
         Ok(target) => target.with_debug_api(args.debug_api),
         Err(e) => {
             eprintln!("{e}");
@@ -73,7 +90,10 @@ async fn main() -> ExitCode {
     if let Some(namespace) = args.namespace {
         target = target.with_namespace(namespace);
     }
-    if let Err(e) = target.prepare_credentials().await {
+    if let Some(tls) = target.tls_description() {
+        eprintln!("{tls}");
+    }
+    if let Err(e) = target.preflight().await {
         eprintln!("{e}");
         return ExitCode::from(2);
     }

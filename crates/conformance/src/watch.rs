@@ -131,7 +131,7 @@ impl Target {
                         HEADERS_TIMEOUT.as_secs()
                     ))
                 })?
-                .map_err(|e| CheckFailure::failed(format!("GET {path_and_query}: {e}")))?;
+                .map_err(|e| CheckFailure::failed(format!("GET {path_and_query}: {}", crate::http::error_chain(&e))))?;
             let status = response.status().as_u16();
             let headers = response.headers().clone();
             if status != 200 {
