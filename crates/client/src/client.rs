@@ -12,6 +12,10 @@
 //! Responses with a non-2xx status are read in full and turned into [`Error::Api`] with the
 //! server's Status (JSON or protobuf), the HTTP code, and `Retry-After`.
 //!
+//! With an exec credential plugin, each request first asks the [`ExecProvider`] for credentials
+//! (running the plugin when the kept ones expired), and a 401 answer to credentials from the
+//! plugin makes it run again and the request go once more, if the plugin gave new ones.
+//!
 //! Only checked against listwatch (HTTP/1.1, h2c, and HTTPS with ALPN h2 and http/1.1, CA
 //! bundles, `tls-server-name`, insecure mode) and a test TLS proxy requiring client certificates.
 
@@ -30,6 +34,7 @@ use parking_lot::Mutex;
 
 use crate::config::{Auth, Config, HttpVersion};
 use crate::error::{Error, Status};
+use crate::exec::{ExecConfig, ExecCredentials, ExecProvider};
 
 type HttpClient = hyper_util::client::legacy::Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
@@ -55,6 +60,7 @@ enum AuthHeader {
     None,
     Fixed(HeaderValue),
     TokenFile { path: std::path::PathBuf, cached: Mutex<Option<(HeaderValue, Instant)>> },
+    Exec(Arc<ExecProvider>),
 }
 
 /// How often a token file is re-read (client-go's `CachedFileTokenSource` period).
@@ -80,7 +86,11 @@ impl Client {
         let origin = format!("{scheme}://{authority}");
         let prefix = uri.path().trim_end_matches('/').to_owned();
 
-        let tls = crate::tls::client_config(&config.tls)?;
+        let exec = match &config.auth {
+            Auth::Exec(exec) => Some(Arc::new(ExecProvider::new(ExecConfig::clone(exec)))),
+            _ => None,
+        };
+        let tls = crate::tls::client_config(&config.tls, exec.clone())?;
         let server_name = crate::tls::server_name_override(&config.tls)?;
         let mut tcp = HttpConnector::new();
         tcp.enforce_http(false);
@@ -126,6 +136,7 @@ impl Client {
                 )
             }
             Auth::BearerTokenFile(path) => AuthHeader::TokenFile { path: path.clone(), cached: Mutex::new(None) },
+            Auth::Exec(_) => AuthHeader::Exec(exec.expect("made for Auth::Exec above")),
         };
         Ok(Client { inner: Arc::new(Inner { config, origin, prefix, http, websocket_connector, auth }) })
     }
@@ -154,10 +165,28 @@ impl Client {
         self.inner.websocket_connector.clone()
     }
 
-    /// The `Authorization` header value, if any (re-reading a token file when due).
-    pub(crate) fn authorization(&self) -> Result<Option<HeaderValue>, Error> {
+    /// The `Authorization` header value, if any (re-reading a token file, or running an exec
+    /// plugin, when due).
+    pub(crate) async fn authorization(&self) -> Result<Option<HeaderValue>, Error> {
+        Ok(self.credentials().await?.0)
+    }
+
+    /// The `Authorization` header value, if any, and the exec plugin's credentials it came from.
+    async fn credentials(&self) -> Result<(Option<HeaderValue>, Option<Arc<ExecCredentials>>), Error> {
         match &self.inner.auth {
-            AuthHeader::None => Ok(None),
+            AuthHeader::Exec(provider) => {
+                let credentials = provider.credentials().await?;
+                let header = credentials.token.as_deref().map(bearer).transpose()?;
+                Ok((header, Some(credentials)))
+            }
+            _ => Ok((self.fixed_or_file_authorization()?, None)),
+        }
+    }
+
+    /// The `Authorization` header of a fixed credential or a token file.
+    fn fixed_or_file_authorization(&self) -> Result<Option<HeaderValue>, Error> {
+        match &self.inner.auth {
+            AuthHeader::None | AuthHeader::Exec(_) => Ok(None),
             AuthHeader::Fixed(value) => Ok(Some(value.clone())),
             AuthHeader::TokenFile { path, cached } => {
                 let mut cached = cached.lock();
@@ -189,23 +218,52 @@ impl Client {
         body: Option<(&str, Bytes)>,
     ) -> Result<Response<Incoming>, Error> {
         let url = self.url(path_and_query);
+        let (authorization, used) = self.credentials().await?;
+        let request = self.build(&method, &url, accept, &body, authorization)?;
+        let response =
+            self.inner.http.request(request).await.map_err(|source| Error::Request { url: url.clone(), source })?;
+        let (AuthHeader::Exec(provider), Some(used)) = (&self.inner.auth, used) else { return Ok(response) };
+        if response.status() != StatusCode::UNAUTHORIZED {
+            return Ok(response);
+        }
+        // The plugin's credentials were refused: run it again, and try once more if it gave
+        // new ones (a revoked token that the plugin still hands out stays a 401).
+        provider.refused(&used);
+        let fresh = provider.credentials().await?;
+        if fresh.token == used.token && fresh.client_certificate_pem == used.client_certificate_pem {
+            return Ok(response);
+        }
+        drop(response);
+        let authorization = fresh.token.as_deref().map(bearer).transpose()?;
+        let request = self.build(&method, &url, accept, &body, authorization)?;
+        self.inner.http.request(request).await.map_err(|source| Error::Request { url, source })
+    }
+
+    /// A request with this client's headers and `authorization`.
+    fn build(
+        &self,
+        method: &Method,
+        url: &str,
+        accept: &str,
+        body: &Option<(&str, Bytes)>,
+        authorization: Option<HeaderValue>,
+    ) -> Result<Request<Full<Bytes>>, Error> {
         let mut request = Request::builder()
-            .method(method)
-            .uri(&url)
+            .method(method.clone())
+            .uri(url)
             .header(ACCEPT, accept)
             .header(USER_AGENT, &self.inner.config.user_agent);
-        if let Some(value) = self.authorization()? {
+        if let Some(value) = authorization {
             request = request.header(AUTHORIZATION, value);
         }
         let body = match body {
             Some((content_type, bytes)) => {
-                request = request.header(CONTENT_TYPE, content_type);
-                Full::new(bytes)
+                request = request.header(CONTENT_TYPE, *content_type);
+                Full::new(bytes.clone())
             }
             None => Full::new(Bytes::new()),
         };
-        let request = request.body(body).map_err(|e| Error::InvalidRequest(format!("{url}: {e}")))?;
-        self.inner.http.request(request).await.map_err(|source| Error::Request { url, source })
+        request.body(body).map_err(|e| Error::InvalidRequest(format!("{url}: {e}")))
     }
 
     /// Sends a request and reads the whole successful body; non-2xx becomes [`Error::Api`].

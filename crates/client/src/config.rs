@@ -6,10 +6,11 @@
 //! server URL, the default namespace, and the credentials: a bearer token (inline, or a
 //! `tokenFile` that is re-read as it rotates), HTTP basic auth, a client certificate and key
 //! (inline `*-data` or files; relative paths resolve against the kubeconfig's directory), the CA
-//! bundle, `tls-server-name` and `insecure-skip-tls-verify`.
+//! bundle, `tls-server-name` and `insecure-skip-tls-verify`, and exec credential plugins (the
+//! `exec` entry EKS, GKE and AKS write; run by [`crate::exec`] when a request needs credentials).
 //!
-//! Not supported: exec credential plugins and auth providers (a kubeconfig that only has those is
-//! refused with a clear message), proxies, impersonation.
+//! Not supported: auth providers (the long-removed `auth-provider` entries; a kubeconfig that only
+//! has one is refused with a clear message), proxies, impersonation.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::error::Error;
+use crate::exec::{ExecCluster, ExecConfig, InteractiveMode};
 
 /// Which HTTP versions to speak.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -49,6 +51,9 @@ pub enum Auth {
         /// The user's password, sent with every request (so only over TLS).
         password: String,
     },
+    /// An exec credential plugin, run when credentials are needed: a bearer token, or a client
+    /// certificate for the TLS handshake.
+    Exec(Box<ExecConfig>),
 }
 
 /// TLS material. Only used for `https://` servers.
@@ -202,6 +207,12 @@ struct Cluster {
     #[serde(default)]
     insecure_skip_tls_verify: bool,
     tls_server_name: Option<String>,
+    proxy_url: Option<String>,
+    #[serde(default)]
+    disable_compression: bool,
+    /// Named extensions; `client.authentication.k8s.io/exec`'s goes to exec plugins.
+    #[serde(default)]
+    extensions: Vec<serde_yaml_ng::Value>,
 }
 
 #[derive(Deserialize, Default, Clone)]
@@ -245,6 +256,15 @@ impl Kubeconfig {
             resolve(&mut user.token_file);
             resolve(&mut user.client_certificate);
             resolve(&mut user.client_key);
+            // A command with a path separator is a path (relative to the kubeconfig); a bare name
+            // is looked up in PATH (client-go's `ResolvePaths`).
+            if let Some(command) = user.exec.as_mut().and_then(|exec| exec.get_mut("command"))
+                && let Some(text) = command.as_str()
+                && text.contains('/')
+                && Path::new(text).is_relative()
+            {
+                *command = serde_yaml_ng::Value::from(base.join(text).display().to_string());
+            }
         }
     }
 
@@ -277,25 +297,29 @@ impl Kubeconfig {
             return Err(Error::Config(format!("cluster {:?} has no server", context.cluster)));
         }
         let user = find(&self.users, &context.user).unwrap_or_default();
+        let ca_pem = pem(cluster.certificate_authority_data.clone(), cluster.certificate_authority.clone())?;
         let mut config = Config::new(&cluster.server);
         if let Some(ns) = context.namespace.filter(|ns| !ns.is_empty()) {
             config.default_namespace = ns;
         }
-        config.auth = match (user.token, user.token_file, user.username, user.password) {
-            (Some(token), _, _, _) if !token.is_empty() => Auth::BearerToken(token),
-            (_, Some(file), _, _) => Auth::BearerTokenFile(file),
-            (_, _, Some(username), Some(password)) => Auth::Basic { username, password },
-            _ if user.exec.is_some() || user.auth_provider.is_some() => {
+        config.auth = match (user.token, user.token_file, user.username, user.password, &user.exec) {
+            (Some(token), _, _, _, _) if !token.is_empty() => Auth::BearerToken(token),
+            (_, Some(file), _, _, _) => Auth::BearerTokenFile(file),
+            (_, _, Some(username), Some(password), _) => Auth::Basic { username, password },
+            (_, _, _, _, Some(exec)) => {
+                Auth::Exec(Box::new(exec_config(exec, &context.user, &cluster, ca_pem.as_deref())?))
+            }
+            _ if user.auth_provider.is_some() => {
                 return Err(Error::Config(format!(
-                    "user {:?} authenticates through an exec plugin or auth provider, which this client does not run; \
-                     put a token in the kubeconfig or use `kubectl proxy`",
+                    "user {:?} authenticates through an auth provider, which this client does not run \
+                     (kubectl dropped them too: use the provider's exec plugin, e.g. kubelogin or gke-gcloud-auth-plugin)",
                     context.user
                 )));
             }
             _ => Auth::None,
         };
         config.tls = TlsSettings {
-            ca_pem: pem(cluster.certificate_authority_data, cluster.certificate_authority)?,
+            ca_pem,
             client_cert_pem: pem(user.client_certificate_data, user.client_certificate)?,
             client_key_pem: pem(user.client_key_data, user.client_key)?,
             insecure_skip_verify: cluster.insecure_skip_tls_verify,
@@ -303,6 +327,87 @@ impl Kubeconfig {
         };
         Ok(config)
     }
+}
+
+/// The `exec` entry of `user`, as kubectl reads it: `apiVersion` and `command` required,
+/// `interactiveMode` required for `v1`, the cluster described only with `provideClusterInfo`.
+fn exec_config(
+    exec: &serde_yaml_ng::Value,
+    user: &str,
+    cluster: &Cluster,
+    ca_pem: Option<&[u8]>,
+) -> Result<ExecConfig, Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Entry {
+        #[serde(default)]
+        api_version: String,
+        #[serde(default)]
+        command: String,
+        #[serde(default)]
+        args: Vec<String>,
+        #[serde(default)]
+        env: Vec<EnvVar>,
+        interactive_mode: Option<String>,
+        #[serde(default)]
+        provide_cluster_info: bool,
+        install_hint: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct EnvVar {
+        name: String,
+        #[serde(default)]
+        value: String,
+    }
+    let invalid = |why: String| Error::Config(format!("user {user:?}: exec: {why}"));
+    let entry: Entry = serde_yaml_ng::from_value(exec.clone()).map_err(|e| invalid(e.to_string()))?;
+    if entry.command.is_empty() {
+        return Err(invalid("no command".into()));
+    }
+    if !crate::exec::SUPPORTED_API_VERSIONS.contains(&entry.api_version.as_str()) {
+        return Err(invalid(format!(
+            "apiVersion {:?} is not one this client speaks ({})",
+            entry.api_version,
+            crate::exec::SUPPORTED_API_VERSIONS.join(", ")
+        )));
+    }
+    let interactive_mode = match entry.interactive_mode.as_deref() {
+        Some("Never") => InteractiveMode::Never,
+        Some("IfAvailable") => InteractiveMode::IfAvailable,
+        Some("Always") => InteractiveMode::Always,
+        None if entry.api_version.ends_with("/v1") => {
+            return Err(invalid(format!("interactiveMode must be set for {}", entry.api_version)));
+        }
+        None => InteractiveMode::IfAvailable,
+        Some(other) => return Err(invalid(format!("interactiveMode {other:?} is not Never, IfAvailable or Always"))),
+    };
+    let cluster_info = entry.provide_cluster_info.then(|| ExecCluster {
+        server: cluster.server.clone(),
+        tls_server_name: cluster.tls_server_name.clone().filter(|n| !n.is_empty()),
+        insecure_skip_tls_verify: cluster.insecure_skip_tls_verify,
+        certificate_authority_data: ca_pem.map(<[u8]>::to_vec),
+        proxy_url: cluster.proxy_url.clone().filter(|p| !p.is_empty()),
+        disable_compression: cluster.disable_compression,
+        config: exec_extension(&cluster.extensions),
+    });
+    Ok(ExecConfig {
+        api_version: entry.api_version,
+        command: entry.command,
+        args: entry.args,
+        env: entry.env.into_iter().map(|var| (var.name, var.value)).collect(),
+        interactive_mode,
+        install_hint: entry.install_hint.filter(|h| !h.trim().is_empty()),
+        cluster: cluster_info,
+    })
+}
+
+/// The cluster's `client.authentication.k8s.io/exec` extension, as JSON.
+fn exec_extension(extensions: &[serde_yaml_ng::Value]) -> Option<serde_json::Value> {
+    let extension = extensions
+        .iter()
+        .find(|e| e.get("name").and_then(serde_yaml_ng::Value::as_str) == Some("client.authentication.k8s.io/exec"))?
+        .get("extension")?;
+    serde_json::to_value(extension).ok()
 }
 
 /// The entry called `name`; a named entry without a body (`- name: u` alone) is an empty one.
@@ -394,14 +499,33 @@ mod tests {
     }
 
     #[test]
-    fn refuses_exec_plugins_without_a_token() {
+    fn reads_exec_plugins_as_eks_writes_them_and_refuses_auth_providers() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(
-            dir.path(),
-            "config",
-            "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\nusers:\n- name: u\n  user:\n    exec: {command: gke-gcloud-auth-plugin}\n",
+        let clusters =
+            "clusters:\n- name: c\n  cluster:\n    server: 'https://h'\n    certificate-authority-data: aGVs\n";
+        let context = "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n";
+        let eks = "users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: aws\n      args: [--region, eu-west-1, eks, get-token, --cluster-name, demo]\n      env:\n      - name: AWS_PROFILE\n        value: dev\n      provideClusterInfo: false\n";
+        let path = write(dir.path(), "eks", &format!("{clusters}{context}{eks}"));
+        let Auth::Exec(exec) = Config::from_kubeconfig(&path).unwrap().auth else { panic!("an exec plugin") };
+        assert_eq!(exec.command, "aws");
+        assert_eq!(exec.command_line(), "aws --region eu-west-1 eks get-token --cluster-name demo");
+        assert_eq!(exec.env, [("AWS_PROFILE".to_string(), "dev".to_string())]);
+        assert_eq!(exec.interactive_mode, InteractiveMode::IfAvailable, "v1beta1's default");
+        assert_eq!(exec.cluster, None, "no cluster info unless asked for");
+
+        let asking = "users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: bin/plugin\n      interactiveMode: Never\n      provideClusterInfo: true\n";
+        let path = write(dir.path(), "asking", &format!("{clusters}{context}{asking}"));
+        let Auth::Exec(exec) = Config::from_kubeconfig(&path).unwrap().auth else { panic!("an exec plugin") };
+        assert_eq!(exec.command, dir.path().join("bin/plugin").display().to_string());
+        let cluster = exec.cluster.expect("cluster info");
+        assert_eq!(
+            (cluster.server.as_str(), cluster.certificate_authority_data.as_deref()),
+            ("https://h", Some(&b"hel"[..]))
         );
+
+        let provider = "users:\n- name: u\n  user:\n    auth-provider: {name: gcp}\n";
+        let path = write(dir.path(), "provider", &format!("{clusters}{context}{provider}"));
         let err = Config::from_kubeconfig(&path).unwrap_err();
-        assert!(err.to_string().contains("exec plugin"), "{err}");
+        assert!(err.to_string().contains("auth provider"), "{err}");
     }
 }

@@ -205,6 +205,15 @@ pub enum Error {
     /// TLS material could not be loaded.
     #[error("TLS: {0}")]
     Tls(String),
+    /// An exec credential plugin failed: which command, and why (its exit status and stderr, or
+    /// what is wrong with what it printed).
+    #[error("exec credential plugin `{command}`: {why}")]
+    ExecPlugin {
+        /// The plugin's command, as the kubeconfig names it.
+        command: String,
+        /// Its exit status and stderr, or what is wrong with what it printed.
+        why: String,
+    },
     /// The caller asked for something this client refuses (e.g. RetryWatcher from "0").
     #[error("invalid request: {0}")]
     InvalidRequest(String),

@@ -8,7 +8,7 @@
 //! | module | what it is |
 //! |---|---|
 //! | [`Config`] | connection settings: kubeconfig (current or named context, merged `KUBECONFIG` files), in-cluster, or by hand |
-//! | [`Client`] | the connection pool (hyper-util over hyper-rustls): HTTP/1.1 and HTTP/2, TLS with CA / client certificates / insecure mode, bearer tokens (also rotating token files), basic auth |
+//! | [`Client`] | the connection pool (hyper-util over hyper-rustls): HTTP/1.1 and HTTP/2, TLS with CA / client certificates / insecure mode, bearer tokens (also rotating token files), basic auth, exec credential plugins ([`exec`]) |
 //! | [`Api`] | one resource's verbs: GET, LIST, WATCH (chunked HTTP or WebSocket, JSON or protobuf), and JSON writes |
 //! | [`event`] | watch events and the byte-stream decoders (an event may span chunks, a chunk may hold many) |
 //! | [`Reflector`] | list + watch kept in step by client-go's rules, as an explicit state machine |
@@ -84,6 +84,7 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod event;
+pub mod exec;
 pub mod factory;
 pub mod informer;
 mod json;
@@ -109,6 +110,7 @@ pub use client::Client;
 pub use config::{Auth, Config, HttpVersion, TlsSettings};
 pub use error::{Error, Status, StatusCause, StatusDetails};
 pub use event::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, WatchEvent};
+pub use exec::{ExecConfig, ExecCredentials, ExecProvider};
 pub use factory::{FactoryBuilder, SharedInformerFactory};
 pub use informer::{
     DeletedObject, EventHandler, HandlerFns, HandlerRegistration, InformerConfig, Notification, SharedInformer,
@@ -124,5 +126,6 @@ pub use resource::{
 pub use retry_watcher::{RetryWatcher, RetryWatcherConfig};
 pub use selector::LabelSelector;
 pub use store::{IndexFn, NAMESPACE_INDEX, Store};
+pub use tls::client_config as rustls_client_config;
 pub use watch::WatchStream;
 pub use write_params::{DeleteParams, Patch, Preconditions, PropagationPolicy};

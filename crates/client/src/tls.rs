@@ -5,6 +5,10 @@
 //! otherwise well-known public roots. `insecure-skip-tls-verify` installs a verifier that accepts
 //! any certificate but still checks the handshake signatures, so the session keys are at least
 //! bound to the certificate the server presented.
+//!
+//! Without a client certificate in the kubeconfig, an exec credential plugin may provide one: the
+//! handshake then presents the one the plugin last returned (requests run the plugin, when its
+//! credentials expired, before they connect).
 
 use std::sync::Arc;
 
@@ -16,8 +20,12 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 
 use crate::config::TlsSettings;
 use crate::error::Error;
+use crate::exec::ExecProvider;
 
-pub(crate) fn client_config(settings: &TlsSettings) -> Result<ClientConfig, Error> {
+/// The rustls configuration for `settings` (no ALPN protocols: the caller offers its own),
+/// presenting `exec`'s client certificate when the settings have none. Public so that other HTTP
+/// stacks (the conformance tool's) check servers exactly as this client does.
+pub fn client_config(settings: &TlsSettings, exec: Option<Arc<ExecProvider>>) -> Result<ClientConfig, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -53,7 +61,10 @@ pub(crate) fn client_config(settings: &TlsSettings) -> Result<ClientConfig, Erro
                 PrivateKeyDer::from_pem_slice(key).map_err(|e| Error::Tls(format!("reading the client key: {e}")))?;
             builder.with_client_auth_cert(chain, key).map_err(|e| Error::Tls(format!("client certificate: {e}")))
         }
-        (None, None) => Ok(builder.with_no_client_auth()),
+        (None, None) => Ok(match exec {
+            Some(provider) => builder.with_client_cert_resolver(Arc::new(ExecClientCertificate(provider))),
+            None => builder.with_no_client_auth(),
+        }),
         _ => Err(Error::Tls("a client certificate needs both the certificate and its key".into())),
     }
 }
@@ -67,6 +78,20 @@ pub(crate) fn server_name_override(settings: &TlsSettings) -> Result<Option<Serv
             ServerName::try_from(name.clone()).map_err(|e| Error::Tls(format!("tls-server-name {name:?}: {e}")))
         })
         .transpose()
+}
+
+/// The client certificate an exec plugin last returned, if it returned one.
+#[derive(Debug)]
+struct ExecClientCertificate(Arc<ExecProvider>);
+
+impl rustls::client::ResolvesClientCert for ExecClientCertificate {
+    fn resolve(&self, _root_hints: &[&[u8]], _schemes: &[SignatureScheme]) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        self.0.kept()?.certified_key.clone()
+    }
+
+    fn has_certs(&self) -> bool {
+        self.0.kept().is_some_and(|credentials| credentials.certified_key.is_some())
+    }
 }
 
 #[derive(Debug)]

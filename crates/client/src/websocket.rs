@@ -72,7 +72,7 @@ pub(crate) async fn watch<K: DeserializeOwned + 'static, T: Send + 'static>(
         USER_AGENT,
         HeaderValue::from_str(&client.config().user_agent).map_err(|e| Error::InvalidRequest(e.to_string()))?,
     );
-    if let Some(value) = client.authorization()? {
+    if let Some(value) = client.authorization().await? {
         headers.insert(AUTHORIZATION, value);
     }
     let config =

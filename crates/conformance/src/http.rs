@@ -1,9 +1,11 @@
 //! Plain (non-watch) requests: send, read the whole answer with a timeout, and keep status,
 //! headers and body bytes so a failing check can show exactly what the server said.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use listwatch_client::ExecCredentials;
 use reqwest::Method;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
@@ -68,6 +70,22 @@ impl ApiResponse {
     }
 }
 
+/// An error with its causes, `outer: inner: innermost` (reqwest's own text stops at the outer
+/// one, e.g. "error sending request", and leaves out the reason, e.g. an untrusted certificate).
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// Body bytes for a report: lossy UTF-8, cut at 4 KiB.
 pub fn truncate(bytes: &[u8]) -> String {
     const MAX: usize = 4096;
@@ -77,19 +95,42 @@ pub fn truncate(bytes: &[u8]) -> String {
     format!("{}… ({} bytes in all)", String::from_utf8_lossy(&bytes[..MAX]), bytes.len())
 }
 
+/// The exec plugin's credentials a request was sent with, to re-run the plugin if they are
+/// refused.
+pub(crate) type UsedCredentials = Option<Arc<ExecCredentials>>;
+
 impl Target {
-    /// A request with the target's credentials and this `Accept` header.
-    pub(crate) fn request_accepting(
+    /// The bearer token to send: the fixed one, or the exec plugin's (running it when the kept
+    /// credentials expired), with the plugin's credentials it came from.
+    pub(crate) async fn bearer_token(&self) -> Result<(Option<String>, UsedCredentials), CheckFailure> {
+        let Some(exec) = &self.exec else { return Ok((self.token.clone(), None)) };
+        let credentials = exec.credentials().await.map_err(|e| CheckFailure::failed(e.to_string()))?;
+        Ok((credentials.token.clone(), Some(credentials)))
+    }
+
+    /// After a 401 to a request sent with `used`: runs the exec plugin again and says whether
+    /// it gave a new token worth one more try.
+    pub(crate) async fn renewed_after_401(&self, used: &UsedCredentials) -> Result<bool, CheckFailure> {
+        let (Some(exec), Some(used)) = (&self.exec, used) else { return Ok(false) };
+        exec.refused(used);
+        let fresh = exec.credentials().await.map_err(|e| CheckFailure::failed(e.to_string()))?;
+        Ok(fresh.token != used.token)
+    }
+
+    /// A request with the target's credentials and this `Accept` header, and the exec
+    /// plugin's credentials it carries.
+    pub(crate) async fn request_accepting(
         &self,
         method: Method,
         path_and_query: &str,
         accept: &str,
-    ) -> reqwest::RequestBuilder {
+    ) -> Result<(reqwest::RequestBuilder, UsedCredentials), CheckFailure> {
         let mut request = self.client.request(method, self.url(path_and_query)).header(reqwest::header::ACCEPT, accept);
-        if let Some(token) = &self.token {
+        let (token, used) = self.bearer_token().await?;
+        if let Some(token) = token {
             request = request.bearer_auth(token);
         }
-        request
+        Ok((request, used))
     }
 
     /// Sends a request with a JSON body (if any), accepting JSON, and reads the whole answer;
@@ -114,8 +155,9 @@ impl Target {
         body: Option<(&str, Bytes)>,
     ) -> Result<ApiResponse, CheckFailure> {
         let started = Instant::now();
+        let mut renewed = false;
         loop {
-            let mut request = self.request_accepting(method.clone(), path_and_query, accept);
+            let (mut request, used) = self.request_accepting(method.clone(), path_and_query, accept).await?;
             if let Some((content_type, bytes)) = &body {
                 request = request.header(reqwest::header::CONTENT_TYPE, *content_type).body(bytes.clone());
             }
@@ -139,12 +181,16 @@ impl Target {
                     REQUEST_TIMEOUT.as_secs()
                 ))
             })?
-            .map_err(|e| CheckFailure::failed(format!("{method} {path_and_query}: {e}")))?;
+            .map_err(|e| CheckFailure::failed(format!("{method} {path_and_query}: {}", error_chain(&e))))?;
             if response.status == 429
                 && let Some(wait) = retry_after(&response.headers)
                 && started.elapsed() + wait < RETRY_429_FOR
             {
                 tokio::time::sleep(wait).await;
+                continue;
+            }
+            if response.status == 401 && !renewed && self.renewed_after_401(&used).await? {
+                renewed = true;
                 continue;
             }
             return Ok(response);

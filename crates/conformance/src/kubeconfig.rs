@@ -1,12 +1,11 @@
 //! The part of a kubeconfig a conformance run needs: the current context's server URL, its
-//! bearer token (inline or from a file), and its TLS material (used only with the `tls`
-//! feature). Reading the file is the client crate's kubeconfig loader; exec plugins and auth
-//! providers are not run: put a token in the kubeconfig or pass one, or go through
-//! `kubectl proxy`.
+//! bearer token (inline or from a file) or exec credential plugin (run by the client crate's
+//! [`ExecProvider`](listwatch_client::ExecProvider) when a request needs credentials), and its TLS
+//! material. Reading the file is the client crate's kubeconfig loader.
 
 use std::path::{Path, PathBuf};
 
-use listwatch_client::{Auth, Config};
+use listwatch_client::{Auth, Config, ExecConfig, TlsSettings};
 
 /// Why a kubeconfig cannot be used for a run.
 #[derive(Debug, thiserror::Error)]
@@ -29,24 +28,28 @@ pub enum KubeconfigError {
 
 /// What a kubeconfig's current context says about reaching its server.
 #[derive(Clone, Debug, Default)]
-// The TLS material is only used by builds with the `tls` feature.
-#[cfg_attr(not(feature = "tls"), allow(dead_code))]
 pub struct Kubeconfig {
+    /// The cluster's server URL.
     pub server: String,
+    /// The bearer token (inline, or read from the token file).
     pub token: Option<String>,
-    /// PEM bytes of the CA that signed the server's certificate.
-    pub certificate_authority: Option<Vec<u8>>,
-    pub insecure_skip_tls_verify: bool,
-    /// PEM bytes of the client certificate followed by its key.
-    pub client_identity: Option<Vec<u8>>,
+    /// The exec credential plugin that gives the token, when the kubeconfig has one instead.
+    pub exec: Option<ExecConfig>,
+    /// The CA, client certificate and verification settings.
+    pub tls: TlsSettings,
 }
 
 impl Kubeconfig {
     /// Reads the current context of the kubeconfig at `path`.
     pub fn load(path: &Path) -> Result<Kubeconfig, KubeconfigError> {
         let config = Config::from_kubeconfig(path)?;
+        let mut exec = None;
         let token = match &config.auth {
             Auth::None => None,
+            Auth::Exec(plugin) => {
+                exec = Some(ExecConfig::clone(plugin));
+                None
+            }
             Auth::BearerToken(token) => Some(token.clone()),
             Auth::BearerTokenFile(file) => Some(
                 std::fs::read_to_string(file)
@@ -61,17 +64,7 @@ impl Kubeconfig {
                 )));
             }
         };
-        let client_identity = match (&config.tls.client_cert_pem, &config.tls.client_key_pem) {
-            (Some(cert), Some(key)) => Some([cert.as_slice(), b"\n", key.as_slice()].concat()),
-            _ => None,
-        };
-        Ok(Kubeconfig {
-            server: config.server.clone(),
-            token,
-            certificate_authority: config.tls.ca_pem.clone(),
-            insecure_skip_tls_verify: config.tls.insecure_skip_verify,
-            client_identity,
-        })
+        Ok(Kubeconfig { server: config.server.clone(), token, exec, tls: config.tls.clone() })
     }
 }
 

@@ -17,6 +17,12 @@
 //! descriptors), WebSocket watches (a real WebSocket client), Tables and metadata-only
 //! output, and many watches multiplexed on one HTTP/2 connection.
 //!
+//! The `watch-guarantee-*` checks go further than single rules: under a few hundred writes they
+//! record what several list+watch and streaming-list clients received and judge it with the
+//! watch simulator's checker (`listwatch_simulator::checker`) for etcd's watch guarantees read
+//! for the Kubernetes API: ordered, unique, atomic, reliable, resumable, bookmarkable, and that
+//! each client's store converges (see `checks/guarantees`).
+//!
 //! Every check works on ConfigMaps in the run's namespace, with names of its own and a label
 //! (`listwatch-conformance/check=<check name>`) that its watches select on, so checks are
 //! independent and run concurrently. The few that disturb the whole server (compaction, a watch
@@ -28,17 +34,24 @@
 //! listwatch-conformance --server http://127.0.0.1:8080 --debug-api     # a listwatch with --enable-debug-api
 //! listwatch-conformance --kubeconfig ~/.kube/config --check watch-bookmarks
 //! listwatch-conformance --list
+//! listwatch-conformance --server http://127.0.0.1:8080 --output junit --output-file conformance.xml
 //! ```
 //!
-//! HTTPS servers need the `tls` feature (or `kubectl proxy` in front of them).
+//! A [`Report`] prints as text, and renders as JSON or JUnit XML ([`OutputFormat`]).
+//!
+//! HTTPS servers are verified against the CA given with `--certificate-authority`, the
+//! kubeconfig's CA or the public roots; only `--insecure-skip-tls-verify` turns verification off
+//! ([`TlsOptions`]).
 
 mod checks;
 mod fixture;
 mod http;
+mod junit;
 mod kubeconfig;
 mod proto;
 mod report;
 mod target;
+mod tls;
 mod watch;
 mod ws;
 
@@ -48,8 +61,9 @@ use futures::future::BoxFuture;
 
 pub use checks::all_checks;
 pub use kubeconfig::KubeconfigError;
-pub use report::{CheckResult, Outcome, Report};
+pub use report::{CheckResult, Outcome, OutputFormat, Report};
 pub use target::{Target, TargetError};
+pub use tls::TlsOptions;
 
 /// One conformance check: what it asserts, where the spec says so, and how to run it.
 #[derive(Clone, Copy)]
@@ -133,6 +147,7 @@ const CHECK_DEADLINE: Duration = Duration::from_secs(90);
 /// run's namespace, runs the concurrent checks together and then the exclusive ones one by
 /// one, and deletes the namespace. A name that matches no check is reported as failed.
 pub async fn run(target: &Target, only: &[String]) -> Report {
+    let target = &target.for_new_run();
     let started = Instant::now();
     let checks = all_checks();
     let mut results = Vec::new();

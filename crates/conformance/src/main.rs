@@ -1,11 +1,12 @@
 //! `listwatch-conformance`: runs the LIST/WATCH conformance checks against a server and prints
-//! the report; exits 1 when a check failed, 2 when the run could not start.
+//! the report (as text, JSON or JUnit XML, to stdout or a file); exits 1 when a check failed, 2
+//! when the run could not start or its report could not be written.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use listwatch_conformance::{Target, all_checks, run};
+use listwatch_conformance::{OutputFormat, Target, TlsOptions, all_checks, run};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -15,9 +16,15 @@ struct Args {
     /// The server's base URL, e.g. http://127.0.0.1:8080 (overrides the kubeconfig's).
     #[arg(long, required_unless_present_any = ["kubeconfig", "list"])]
     server: Option<String>,
-    /// Take the server URL, bearer token and TLS material from this kubeconfig's current context.
+    /// Take the server URL, credentials (a token, a token file or an exec plugin) and TLS material from this kubeconfig's current context.
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
+    /// Trust this PEM CA bundle for an https server (instead of the kubeconfig's CA, or the public roots).
+    #[arg(long, value_name = "PATH")]
+    certificate_authority: Option<PathBuf>,
+    /// Do not verify an https server's certificate (verification is on otherwise, whatever the kubeconfig says).
+    #[arg(long, conflicts_with = "certificate_authority")]
+    insecure_skip_tls_verify: bool,
     /// Bearer token (overrides the kubeconfig's).
     #[arg(long, env = "LISTWATCH_CONFORMANCE_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -33,6 +40,12 @@ struct Args {
     /// List the checks and exit.
     #[arg(long)]
     list: bool,
+    /// How to write the report: text for people, json, or junit (JUnit XML for CI).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    output: OutputFormat,
+    /// Write the report (in --output's format) to this file; stdout then shows the text report.
+    #[arg(long, value_name = "PATH")]
+    output_file: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -53,7 +66,18 @@ async fn main() -> ExitCode {
         Some(path) => Target::from_kubeconfig_with_server(path, args.server.as_deref()),
         None => Target::new(args.server.as_deref().unwrap_or_default()),
     };
-    let mut target = match target {
+    let certificate_authority = match &args.certificate_authority {
+        Some(path) => match std::fs::read(path) {
+            Ok(pem) => Some(pem),
+            Err(e) => {
+                eprintln!("reading --certificate-authority {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    let tls = TlsOptions { certificate_authority, insecure_skip_tls_verify: args.insecure_skip_tls_verify };
+    let mut target = match target.and_then(|target| target.with_tls(&tls)) {
         Ok(target) => target.with_debug_api(args.debug_api),
         Err(e) => {
             eprintln!("{e}");
@@ -66,8 +90,25 @@ async fn main() -> ExitCode {
     if let Some(namespace) = args.namespace {
         target = target.with_namespace(namespace);
     }
+    if let Some(tls) = target.tls_description() {
+        eprintln!("{tls}");
+    }
+    if let Err(e) = target.preflight().await {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
     eprintln!("running against {} in namespace {}", target.base_url, target.namespace);
     let report = run(&target, &args.checks).await;
-    println!("{report}");
+    match &args.output_file {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, report.render(args.output)) {
+                eprintln!("writing the report to {}: {e}", path.display());
+                println!("{report}");
+                return ExitCode::from(2);
+            }
+            println!("{report}");
+        }
+        None => print!("{}", report.render(args.output)),
+    }
     if report.all_passed() { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }

@@ -1,5 +1,5 @@
-//! The outcome of a run: one [`CheckResult`] per check, printable for people and assertable in
-//! tests.
+//! The outcome of a run: one [`CheckResult`] per check, printable for people (text), for
+//! programs (JSON) and for CI systems (JUnit XML, `junit.rs`), and assertable in tests.
 
 use std::fmt;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use crate::CheckFailure;
 /// What became of one check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// The server behaved as the protocol says.
+    /// The server did what the check asserts.
     Passed,
     /// The server broke the protocol: why, and the offending bytes, event or response.
     Failed {
@@ -34,23 +34,23 @@ impl Outcome {
     }
 }
 
-/// The result of one check.
+/// One check's result.
 #[derive(Clone, Debug)]
 pub struct CheckResult {
-    /// The check's unique name ([`Check::name`](crate::Check::name)).
+    /// The check's name.
     pub name: String,
-    /// The spec section it comes from (`§11.3`).
+    /// The spec section it comes from (`""` for a name that matched no check).
     pub section: &'static str,
-    /// Whether it passed, failed or was skipped.
+    /// Passed, failed or skipped, and why.
     pub outcome: Outcome,
     /// How long it ran.
     pub elapsed: Duration,
 }
 
-/// The results of a whole run, in the order the checks ran.
+/// A whole run: every check's result, in report order.
 #[derive(Clone, Debug)]
 pub struct Report {
-    /// One result per check.
+    /// One per check run (and one per `--check` name that matched no check).
     pub results: Vec<CheckResult>,
     /// How long the whole run took.
     pub elapsed: Duration,
@@ -58,7 +58,68 @@ pub struct Report {
     pub cleanup_problem: Option<String>,
 }
 
+/// How a report is written out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// For people: a line per check, reasons and evidence indented below.
+    #[default]
+    Text,
+    /// One JSON object: the counts, and every check with its outcome, reason and evidence.
+    Json,
+    /// JUnit XML: one testsuite, one testcase per check.
+    Junit,
+}
+
 impl Report {
+    /// The report in `format`, ending with a newline.
+    pub fn render(&self, format: OutputFormat) -> String {
+        match format {
+            OutputFormat::Text => format!("{self}\n"),
+            OutputFormat::Json => {
+                let mut json = serde_json::to_string_pretty(&self.to_json()).unwrap_or_default();
+                json.push('\n');
+                json
+            }
+            OutputFormat::Junit => self.to_junit(),
+        }
+    }
+
+    /// The report as JSON: `passed` (no check failed), `counts`, `elapsedSeconds`,
+    /// `cleanupProblem` (or null) and `results`, each with `name`, `section`, `outcome`
+    /// (`passed`, `failed` or `skipped`), `why` and `evidence` (or null) and `elapsedSeconds`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let results: Vec<serde_json::Value> = self
+            .results
+            .iter()
+            .map(|result| {
+                let (outcome, why, evidence) = match &result.outcome {
+                    Outcome::Passed => ("passed", None, None),
+                    Outcome::Failed { why, evidence } => ("failed", Some(why), evidence.as_ref()),
+                    Outcome::Skipped { why } => ("skipped", Some(why), None),
+                };
+                serde_json::json!({
+                    "name": result.name,
+                    "section": result.section,
+                    "outcome": outcome,
+                    "why": why,
+                    "evidence": evidence,
+                    "elapsedSeconds": result.elapsed.as_secs_f64(),
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "passed": self.all_passed(),
+            "counts": {
+                "passed": self.passed().count(),
+                "failed": self.failed().count(),
+                "skipped": self.skipped().count(),
+            },
+            "elapsedSeconds": self.elapsed.as_secs_f64(),
+            "cleanupProblem": self.cleanup_problem,
+            "results": results,
+        })
+    }
+
     /// The checks that passed.
     pub fn passed(&self) -> impl Iterator<Item = &CheckResult> {
         self.results.iter().filter(|r| r.outcome == Outcome::Passed)
@@ -69,12 +130,12 @@ impl Report {
         self.results.iter().filter(|r| matches!(r.outcome, Outcome::Failed { .. }))
     }
 
-    /// The checks that could not be carried out.
+    /// The checks that were skipped.
     pub fn skipped(&self) -> impl Iterator<Item = &CheckResult> {
         self.results.iter().filter(|r| matches!(r.outcome, Outcome::Skipped { .. }))
     }
 
-    /// Whether no check failed (skipped ones do not count against it).
+    /// Whether no check failed (skipped ones are not failures).
     pub fn all_passed(&self) -> bool {
         self.failed().next().is_none()
     }

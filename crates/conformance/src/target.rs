@@ -1,27 +1,29 @@
-//! The server under test: where it is, how to authenticate, the namespace the run owns, and
-//! whether listwatch's debug API (`/debug/listwatch/*`) may be used to force compaction and
-//! cache resets.
+//! The server under test: where it is, how to authenticate, how to check its TLS certificate
+//! (`tls.rs`), the namespace the run owns, and whether listwatch's debug API
+//! (`/debug/listwatch/*`) may be used to force compaction and cache resets.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::kubeconfig::{Kubeconfig, KubeconfigError};
+use listwatch_client::ExecProvider;
 
-/// Why a [`Target`] could not be set up.
+use crate::kubeconfig::{Kubeconfig, KubeconfigError};
+use crate::tls::{Tls, TlsOptions};
+
+/// Why a target cannot be reached as given.
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
-    /// The kubeconfig could not be read or has no usable context.
+    /// The kubeconfig could not be read or used.
     #[error(transparent)]
     Kubeconfig(#[from] KubeconfigError),
-    /// The server URL is not `http://` or `https://`.
+    /// The server URL is neither `http://` nor `https://`.
     #[error("server URL {0:?} is not an http:// or https:// URL")]
     BadUrl(String),
-    #[error(
-        "{0} is an https:// URL but this build has no TLS; rebuild with `--features tls`, or put `kubectl proxy` in front of the server and use its http:// URL"
-    )]
-    /// An `https://` server, and this build has no TLS.
-    NoTls(String),
-    /// The HTTP client could not be built (e.g. unusable TLS material).
+    /// The TLS options or material are unusable.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// The HTTP client could not be built.
     #[error("building the HTTP client: {0}")]
     Client(#[from] reqwest::Error),
 }
@@ -33,12 +35,22 @@ pub struct Target {
     pub base_url: String,
     /// Sent as `Authorization: Bearer <token>`.
     pub token: Option<String>,
+    /// The kubeconfig's exec credential plugin, when it gives the token instead: run when a
+    /// request needs credentials and the kept ones expired, or after a 401.
+    pub(crate) exec: Option<Arc<ExecProvider>>,
     /// The namespace the run creates, fills with ConfigMaps and deletes; unique per run.
     pub namespace: String,
     /// Whether `/debug/listwatch/*` is available. Checks that need it (forcing compaction or a
     /// cache reset) report Skipped without it.
     pub debug_api: bool,
     pub(crate) client: reqwest::Client,
+    /// The kubeconfig's part, kept to rebuild the client with other [`TlsOptions`].
+    kubeconfig: Kubeconfig,
+    /// The TLS setup, for an https target.
+    pub(crate) tls: Option<Tls>,
+    /// The watch-guarantee checks' one observation run, shared by those checks (and by clones
+    /// of this target); [`crate::run`] starts every run with an empty one.
+    pub(crate) guarantee_observation: crate::checks::guarantees::SharedObservation,
 }
 
 impl std::fmt::Debug for Target {
@@ -46,6 +58,7 @@ impl std::fmt::Debug for Target {
         f.debug_struct("Target")
             .field("base_url", &self.base_url)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("exec", &self.exec.as_ref().map(|exec| exec.config().command_line()))
             .field("namespace", &self.namespace)
             .field("debug_api", &self.debug_api)
             .finish()
@@ -53,9 +66,11 @@ impl std::fmt::Debug for Target {
 }
 
 impl Target {
-    /// A target at `base_url`, with no token, no debug API and a fresh namespace name.
+    /// A target at `base_url`, with no token, no debug API and a fresh namespace name; an https
+    /// server's certificate is verified against the public roots (see [`Target::with_tls`]).
     pub fn new(base_url: &str) -> Result<Target, TargetError> {
-        Target::build(Kubeconfig { server: base_url.trim_end_matches('/').to_string(), ..Kubeconfig::default() })
+        let kubeconfig = Kubeconfig { server: base_url.trim_end_matches('/').to_string(), ..Kubeconfig::default() };
+        Target::build(kubeconfig, &TlsOptions::default())
     }
 
     /// The server, token and TLS material of a kubeconfig's current context.
@@ -69,39 +84,87 @@ impl Target {
         if let Some(server) = server {
             config.server = server.trim_end_matches('/').to_string();
         }
-        Target::build(config)
+        Target::build(config, &TlsOptions::default())
     }
 
-    /// Authenticates with this bearer token.
+    /// This target with the command line's TLS options (a CA to trust, or no verification).
+    pub fn with_tls(self, options: &TlsOptions) -> Result<Target, TargetError> {
+        let (client, tls) = connect(&self.kubeconfig, options, self.exec.clone())?;
+        Ok(Target { client, tls, ..self })
+    }
+
+    /// For an https target, what its certificate is verified against (or that it is not).
+    pub fn tls_description(&self) -> Option<&str> {
+        self.tls.as_ref().map(|tls| tls.description.as_str())
+    }
+
+    /// This target with a fixed bearer token (instead of the kubeconfig's credentials).
     pub fn with_token(mut self, token: impl Into<String>) -> Target {
         self.token = Some(token.into());
+        self.exec = None;
         self
     }
 
-    /// Whether checks may use `/debug/listwatch/*` (listwatch started with `--enable-debug-api`).
+    /// This target with listwatch's debug API used (or not).
     pub fn with_debug_api(mut self, enabled: bool) -> Target {
         self.debug_api = enabled;
         self
     }
 
-    /// Runs in `namespace` instead of a fresh one; it is created, filled and deleted all the same.
+    /// This target with `namespace` as the run's namespace instead of a fresh name.
     pub fn with_namespace(mut self, namespace: impl Into<String>) -> Target {
         self.namespace = namespace.into();
         self
     }
 
-    fn build(config: Kubeconfig) -> Result<Target, TargetError> {
-        check_url(&config.server)?;
-        // No overall timeout: watches are long-lived; every read has its own.
-        let builder = reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(10));
-        let builder = tls(builder, &config)?;
+    fn build(config: Kubeconfig, options: &TlsOptions) -> Result<Target, TargetError> {
+        let exec = config.exec.clone().map(|exec| Arc::new(ExecProvider::new(exec)));
+        let (client, tls) = connect(&config, options, exec.clone())?;
         Ok(Target {
-            base_url: config.server,
-            token: config.token,
+            base_url: config.server.clone(),
+            token: config.token.clone(),
+            exec,
             namespace: fresh_namespace(),
             debug_api: false,
-            client: builder.build()?,
+            client,
+            kubeconfig: config,
+            tls,
+            guarantee_observation: Default::default(),
         })
+    }
+
+    /// Makes sure the run can start: runs the kubeconfig's exec credential plugin, if there is
+    /// one (the error names the command and quotes its stderr), and reaches the server (any HTTP
+    /// answer will do; a refused connection or a failed TLS handshake will not), so that neither
+    /// shows up as every check failing.
+    pub async fn preflight(&self) -> Result<(), String> {
+        if let Some(exec) = &self.exec {
+            exec.credentials().await.map_err(|e| e.to_string())?;
+        }
+        let (request, _) = self
+            .request_accepting(reqwest::Method::GET, "/version", "application/json")
+            .await
+            .map_err(|failure| failure.describe())?;
+        match tokio::time::timeout(crate::http::REQUEST_TIMEOUT, request.send()).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => {
+                let hint = if self.tls.is_some() {
+                    " (to trust the server's CA give --certificate-authority PATH or a kubeconfig that has it; \
+                     --insecure-skip-tls-verify skips verification)"
+                } else {
+                    ""
+                };
+                Err(format!("cannot reach {}: {}{hint}", self.base_url, crate::http::error_chain(&e)))
+            }
+            Err(_) => {
+                Err(format!("{} did not answer within {} s", self.base_url, crate::http::REQUEST_TIMEOUT.as_secs()))
+            }
+        }
+    }
+
+    /// This target with no observation made yet: each run observes afresh.
+    pub(crate) fn for_new_run(&self) -> Target {
+        Target { guarantee_observation: Default::default(), ..self.clone() }
     }
 
     /// The absolute URL of `path_and_query` on the server.
@@ -115,39 +178,25 @@ impl Target {
     }
 }
 
-fn check_url(url: &str) -> Result<(), TargetError> {
-    if url.starts_with("https://") {
-        if cfg!(feature = "tls") {
-            return Ok(());
-        }
-        return Err(TargetError::NoTls(url.to_string()));
+/// The HTTP client for `config`'s server, and its TLS setup when it is an https one.
+fn connect(
+    config: &Kubeconfig,
+    options: &TlsOptions,
+    exec: Option<Arc<ExecProvider>>,
+) -> Result<(reqwest::Client, Option<Tls>), TargetError> {
+    let https = match &config.server {
+        url if url.starts_with("https://") => true,
+        url if url.starts_with("http://") => false,
+        url => return Err(TargetError::BadUrl(url.clone())),
+    };
+    // No overall timeout: watches are long-lived; every read has its own.
+    let mut builder = reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(10));
+    let tls = if https { Some(crate::tls::configure(&config.tls, options, exec)?) } else { None };
+    if let Some(tls) = &tls {
+        // As Go's client: h2 preferred by ALPN, HTTP/1.1 else.
+        builder = builder.use_preconfigured_tls(tls.offering(&[b"h2", b"http/1.1"]));
     }
-    if !url.starts_with("http://") {
-        return Err(TargetError::BadUrl(url.to_string()));
-    }
-    Ok(())
-}
-
-#[cfg(feature = "tls")]
-fn tls(mut builder: reqwest::ClientBuilder, config: &Kubeconfig) -> Result<reqwest::ClientBuilder, TargetError> {
-    builder = builder.use_rustls_tls();
-    if let Some(ca) = &config.certificate_authority {
-        for certificate in reqwest::Certificate::from_pem_bundle(ca)? {
-            builder = builder.add_root_certificate(certificate);
-        }
-    }
-    if config.insecure_skip_tls_verify {
-        builder = builder.danger_accept_invalid_certs(true);
-    }
-    if let Some(identity) = &config.client_identity {
-        builder = builder.identity(reqwest::Identity::from_pem(identity)?);
-    }
-    Ok(builder)
-}
-
-#[cfg(not(feature = "tls"))]
-fn tls(builder: reqwest::ClientBuilder, _config: &Kubeconfig) -> Result<reqwest::ClientBuilder, TargetError> {
-    Ok(builder)
+    Ok((builder.build()?, tls))
 }
 
 /// `lwconf-<time><pid>` in hex: unique per run, a valid DNS label.

@@ -119,9 +119,10 @@ impl Target {
         accept: &str,
     ) -> Result<Result<WatchStream, ApiResponse>, CheckFailure> {
         let started = Instant::now();
+        let mut renewed = false;
         loop {
             let sent_at = Instant::now();
-            let request = self.request_accepting(reqwest::Method::GET, path_and_query, accept);
+            let (request, used) = self.request_accepting(reqwest::Method::GET, path_and_query, accept).await?;
             let response = tokio::time::timeout(HEADERS_TIMEOUT, request.send())
                 .await
                 .map_err(|_| {
@@ -130,7 +131,7 @@ impl Target {
                         HEADERS_TIMEOUT.as_secs()
                     ))
                 })?
-                .map_err(|e| CheckFailure::failed(format!("GET {path_and_query}: {e}")))?;
+                .map_err(|e| CheckFailure::failed(format!("GET {path_and_query}: {}", crate::http::error_chain(&e))))?;
             let status = response.status().as_u16();
             let headers = response.headers().clone();
             if status != 200 {
@@ -143,6 +144,10 @@ impl Target {
                     && started.elapsed() + wait < crate::http::RETRY_429_FOR
                 {
                     tokio::time::sleep(wait).await;
+                    continue;
+                }
+                if status == 401 && !renewed && self.renewed_after_401(&used).await? {
+                    renewed = true;
                     continue;
                 }
                 return Ok(Err(ApiResponse {

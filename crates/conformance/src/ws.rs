@@ -73,16 +73,6 @@ impl std::fmt::Debug for WsWatch {
 }
 
 impl Target {
-    /// Skipped unless the target is plain HTTP (this tool speaks `ws://` only).
-    pub(crate) fn websocket_supported(&self) -> Result<(), CheckFailure> {
-        if self.base_url.starts_with("http://") {
-            return Ok(());
-        }
-        Err(CheckFailure::skipped(
-            "the WebSocket checks speak ws:// only; run them against the server's plain-HTTP address (e.g. through `kubectl proxy`)",
-        ))
-    }
-
     /// Opens a WebSocket watch on `path_and_query` (a watch URL). A refused handshake is
     /// returned as such; a handshake that neither succeeds nor is refused with an HTTP status
     /// fails the check.
@@ -91,8 +81,15 @@ impl Target {
         path_and_query: &str,
         handshake: &Handshake<'_>,
     ) -> Result<Result<WsWatch, Refusal>, CheckFailure> {
-        self.websocket_supported()?;
-        let url = format!("ws://{}{path_and_query}", self.base_url.trim_start_matches("http://"));
+        // wss:// for an https target, with its TLS setup offering HTTP/1.1 only (an upgrade
+        // cannot ride on h2).
+        let (url, connector) = match &self.tls {
+            Some(tls) => (
+                format!("wss://{}{path_and_query}", self.base_url.trim_start_matches("https://")),
+                Some(tokio_tungstenite::Connector::Rustls(std::sync::Arc::new(tls.offering(&[b"http/1.1"])))),
+            ),
+            None => (format!("ws://{}{path_and_query}", self.base_url.trim_start_matches("http://")), None),
+        };
         let fail = |why: String| CheckFailure::failed(format!("WebSocket GET {path_and_query}: {why}"));
         let mut request = url.as_str().into_client_request().map_err(|e| fail(format!("building the request: {e}")))?;
         let headers = request.headers_mut();
@@ -108,13 +105,17 @@ impl Target {
         if !handshake.protocols.is_empty() {
             set("Sec-WebSocket-Protocol", &handshake.protocols.join(", "))?;
         }
-        if let Some(token) = self.token.as_deref().filter(|_| !handshake.without_authorization) {
+        let (token, _) = self.bearer_token().await?;
+        if let Some(token) = token.as_deref().filter(|_| !handshake.without_authorization) {
             set("Authorization", &format!("Bearer {token}"))?;
         }
         let sent_at = Instant::now();
-        let connected = tokio::time::timeout(HANDSHAKE_TIMEOUT, tokio_tungstenite::connect_async(request))
-            .await
-            .map_err(|_| fail(format!("no handshake answer within {} s", HANDSHAKE_TIMEOUT.as_secs())))?;
+        let connected = tokio::time::timeout(
+            HANDSHAKE_TIMEOUT,
+            tokio_tungstenite::connect_async_tls_with_config(request, None, false, connector),
+        )
+        .await
+        .map_err(|_| fail(format!("no handshake answer within {} s", HANDSHAKE_TIMEOUT.as_secs())))?;
         match connected {
             Ok((socket, response)) => {
                 let protocol = response
@@ -163,6 +164,13 @@ impl WsWatch {
                 }
                 Some(Err(WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake))) => {
                     self.transcript.push("(connection ended without a Close frame)".into());
+                    return Ok(WsRead::Ended);
+                }
+                // Over TLS: the server closed the TCP connection without a TLS close_notify. The
+                // WebSocket's own Close frames say whether the watch ended properly (the checks
+                // look for them), so this is an end, noted, not a broken stream.
+                Some(Err(WsError::Io(e))) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    self.transcript.push("(connection ended without a TLS close_notify)".into());
                     return Ok(WsRead::Ended);
                 }
                 Some(Err(e)) => {

@@ -119,7 +119,7 @@ async fn h2c(target: &Target, path: &str) -> Result<(Vec<WatchStream>, Connectio
     let open = |sender: hyper::client::conn::http2::SendRequest<Empty<Bytes>>| async move {
         let mut sender = sender;
         let mut request = http::Request::get(url).header(http::header::ACCEPT, "application/json");
-        if let Some(token) = &target.token {
+        if let Some(token) = target.bearer_token().await?.0 {
             request = request.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
         }
         let request = request

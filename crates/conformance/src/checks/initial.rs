@@ -22,7 +22,7 @@ use crate::{CheckFailure, Target};
 
 /// A streaming list's first event when the server's storage cannot serve one (§6: one 500
 /// ERROR event, e.g. kube or listwatch on an etcd without progress requests): a Skipped.
-fn streaming_lists_unsupported(first: &WatchEvent) -> Option<CheckFailure> {
+pub(crate) fn streaming_lists_unsupported(first: &WatchEvent) -> Option<CheckFailure> {
     if first.kind != "ERROR" {
         return None;
     }
@@ -227,8 +227,12 @@ pub async fn streaming_list(target: &Target) -> Result<(), CheckFailure> {
 /// its storage cannot serve them (500) or its WatchList gate is off (422); any other non-200
 /// answer fails the check.
 async fn open_streaming(fx: &Fixture<'_>, query: &str) -> Result<WatchStream, CheckFailure> {
-    let path = fx.watch_query(query);
-    match fx.target.open_watch(&path).await? {
+    open_streaming_path(fx.target, &fx.watch_query(query)).await
+}
+
+/// [`open_streaming`] for a whole watch path and query.
+pub(crate) async fn open_streaming_path(target: &Target, path: &str) -> Result<WatchStream, CheckFailure> {
+    match target.open_watch(path).await? {
         Ok(watch) => Ok(watch),
         Err(response) => {
             let status = response.json().map(|v| Status::from_json(&v)).unwrap_or_default();

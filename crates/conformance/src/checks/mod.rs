@@ -12,13 +12,16 @@
 //! * [`websocket`] — watches upgraded to WebSocket;
 //! * [`representations`] — Tables, metadata-only output, 406 for a watch without a stream
 //!   serializer;
-//! * [`http2`] — many watches multiplexed on one HTTP/2 connection.
+//! * [`http2`] — many watches multiplexed on one HTTP/2 connection;
+//! * [`guarantees`] — etcd's watch guarantees (ordered, unique, reliable, bookmarkable, …) under
+//!   a few hundred writes, judged by the simulator's checker.
 
 mod bookmarks;
 mod events;
 mod expiry;
+pub(crate) mod guarantees;
 mod http2;
-mod initial;
+pub(crate) mod initial;
 mod list;
 mod options;
 pub(crate) mod protobuf;
@@ -32,6 +35,13 @@ use crate::{Check, CheckFailure};
 
 /// Every check, in report order.
 pub fn all_checks() -> Vec<Check> {
+    let mut checks = protocol_checks();
+    checks.extend(guarantees::checks());
+    checks
+}
+
+/// The checks of single protocol rules.
+fn protocol_checks() -> Vec<Check> {
     vec![
         Check {
             name: "watch-response-head",

@@ -8,7 +8,7 @@
 //! message holding the bare `WatchEvent` (no length prefix). The client's close ends the
 //! watch; at `timeoutSeconds` the server closes the socket.
 //!
-//! These checks speak `ws://` only (HTTPS targets: Skipped, with how to run them).
+//! These checks speak `ws://`, and `wss://` to an https target (with its TLS setup).
 
 use std::time::{Duration, Instant};
 
@@ -70,7 +70,6 @@ fn expect_ws_events(
 /// bearer-token subprotocol plus one other ⇒ 101 echoing the other (the token authenticates
 /// the watch: when the target has one, it is sent only that way).
 pub async fn handshake(target: &Target) -> Result<(), CheckFailure> {
-    target.websocket_supported()?;
     let fx = Fixture::new(target, "websocket-handshake");
     let origin = origin(target);
     let path = fx.watch_query("timeoutSeconds=10");
@@ -99,7 +98,7 @@ pub async fn handshake(target: &Target) -> Result<(), CheckFailure> {
     }
     drop(watch);
 
-    let token = target.token.clone().unwrap_or_else(|| "listwatch-conformance".into());
+    let token = target.bearer_token().await?.0.unwrap_or_else(|| "listwatch-conformance".into());
     let bearer = format!("{BEARER_PROTOCOL_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token));
     let with_token = Handshake {
         protocols: vec![bearer, "v4.channel.k8s.io".into()],
@@ -134,7 +133,6 @@ pub async fn handshake(target: &Target) -> Result<(), CheckFailure> {
 /// §2.5: a JSON watch over WebSocket sends one event per text message, the JSON line with its
 /// newline, and the same events as the HTTP watch.
 pub async fn json_messages(target: &Target) -> Result<(), CheckFailure> {
-    target.websocket_supported()?;
     let fx = Fixture::new(target, "websocket-json-messages");
     let origin = origin(target);
     let start = fx.current_rv().await?;
@@ -167,7 +165,6 @@ pub async fn json_messages(target: &Target) -> Result<(), CheckFailure> {
 /// §2.5: a protobuf watch over WebSocket sends binary messages, each exactly one
 /// `metav1.WatchEvent` without the stream's length prefix, its `object.raw` enveloped.
 pub async fn protobuf_messages(target: &Target) -> Result<(), CheckFailure> {
-    target.websocket_supported()?;
     let fx = Fixture::new(target, "websocket-protobuf-messages");
     require_protobuf(&fx).await?;
     let origin = origin(target);
@@ -238,7 +235,6 @@ async fn until_server_close(watch: &mut WsWatch, deadline: Instant, what: &str) 
 /// §2.5 / §5: at `timeoutSeconds` the server closes the socket (Close frame, then the
 /// connection ends), after about that long.
 pub async fn timeout_closes(target: &Target) -> Result<(), CheckFailure> {
-    target.websocket_supported()?;
     let fx = Fixture::new(target, "websocket-timeout-closes");
     let origin = origin(target);
     let rv = fx.current_rv().await?;
@@ -283,7 +279,6 @@ async fn close_and_wait(watch: &mut WsWatch) -> Result<bool, CheckFailure> {
 /// its own Close frame first (RFC 6455 §5.5.1; kube-apiserver's handler returns and
 /// x/net/websocket's `Conn.Close` writes one), and a new watch afterwards works.
 pub async fn client_close(target: &Target) -> Result<(), CheckFailure> {
-    target.websocket_supported()?;
     let fx = Fixture::new(target, "websocket-client-close");
     let origin = origin(target);
     let start = fx.current_rv().await?;
@@ -393,7 +388,6 @@ async fn wait_for_gauge(target: &Target, done: impl Fn(f64) -> bool) -> Result<(
 /// check's watch. Skipped when `/metrics` does not expose the gauge (or it does not count
 /// WebSocket watches).
 pub async fn close_unregisters(target: &Target) -> Result<(), CheckFailure> {
-    target.websocket_supported()?;
     let fx = Fixture::new(target, "websocket-close-unregisters");
     // Before any watch of the kind the family may be missing altogether: that reads as 0.
     let metrics = target.get("/metrics").await?;
