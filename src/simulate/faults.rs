@@ -70,6 +70,7 @@ pub async fn cause(
     servers: &Arc<Mutex<Vec<Server>>>,
     etcd: &Arc<Mutex<Option<EtcdCluster>>>,
     clients: &[Client],
+    pauses: &std::collections::HashMap<String, tokio::sync::watch::Sender<Option<std::time::Instant>>>,
     history_revision: i64,
 ) -> anyhow::Result<Caused> {
     let debug = |path: String| {
@@ -145,6 +146,11 @@ pub async fn cause(
                 note: format!("{} server {server}", if *kill { "killed and restarted" } else { "restarted" }),
                 ..Default::default()
             }
+        }
+        Fault::PauseClient { client, duration } => {
+            let pause = pauses.get(client).ok_or_else(|| anyhow::anyhow!("no client {client}"))?;
+            pause.send_replace(Some(std::time::Instant::now() + duration.0));
+            Caused { note: format!("{client} stopped reading for {} ms", duration.0.as_millis()), ..Default::default() }
         }
         Fault::EtcdKill { member, restart_after } => {
             let mut guard = etcd.lock().await;

@@ -160,6 +160,8 @@ async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::Resul
 
     // The clients under test: our reflector, each with a store it keeps from its events.
     let mut reflectors = Vec::new();
+    // Each client's "stop reading until" switch (the pauseClient fault).
+    let mut pauses = std::collections::HashMap::new();
     for spec in &scenario.clients {
         for i in 0..spec.count {
             let id = format!("{}-{i}", spec.name);
@@ -176,7 +178,9 @@ async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::Resul
                 ..ReflectorConfig::default()
             };
             let store = Arc::new(Mutex::new(BTreeMap::new()));
-            let task = tokio::spawn(reflect(Reflector::new(observed, config), store.clone(), stop.clone()));
+            let (pause_tx, pause) = watch::channel(None);
+            pauses.insert(id.clone(), pause_tx);
+            let task = tokio::spawn(reflect(Reflector::new(observed, config), store.clone(), pause, stop.clone()));
             reflectors.push((id, spec, log, store, task));
         }
     }
@@ -209,7 +213,7 @@ async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::Resul
         tokio::time::sleep(wait).await;
         let at = started.elapsed();
         let history_revision = history.lock().expect("history").revision();
-        match faults::cause(&firing.fault, &servers, &etcd, &clients, history_revision).await {
+        match faults::cause(&firing.fault, &servers, &etcd, &clients, &pauses, history_revision).await {
             Ok(caused) => {
                 let at_ms = at.as_millis() as u64;
                 if let Some(after) = caused.window_reset_after {
@@ -435,9 +439,20 @@ fn client_of(server: &Server) -> anyhow::Result<Client> {
 async fn reflect(
     mut reflector: Reflector<DynamicObject>,
     store: Arc<Mutex<BTreeMap<String, listwatch_simulator::record::ObjectState>>>,
+    pause: watch::Receiver<Option<Instant>>,
     mut stop: watch::Receiver<bool>,
 ) {
     loop {
+        // A paused client reads nothing (its stream's bytes wait in the buffers) until then.
+        let paused_until = *pause.borrow();
+        if let Some(until) = paused_until
+            && Instant::now() < until
+        {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until.into()) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+        }
         let event = tokio::select! {
             event = reflector.next_event() => event,
             _ = stop.wait_for(|s| *s) => return,

@@ -287,6 +287,15 @@ pub enum Fault {
         #[serde(default)]
         kill: bool,
     },
+    /// A slow client: one client stops reading its watch for a while (its buffers and the
+    /// server's fill; the watch cache may close it as unresponsive), then reads on.
+    PauseClient {
+        /// The client (`<name>-<i>`).
+        client: String,
+        /// How long it stops reading.
+        #[serde(rename = "for")]
+        duration: Dur,
+    },
     /// Kill an etcd member (SIGKILL, as a crash), and start it again after a while.
     EtcdKill {
         /// Which member (0-based); the current leader when absent.
@@ -350,7 +359,7 @@ impl<'de> Deserialize<'de> for Dur {
 const TIMING_KEYS: [&str; 5] = ["at", "every", "from", "until", "jitter"];
 
 /// The fault keys (for "expected one of" messages).
-const FAULT_KEYS: [&str; 10] = [
+const FAULT_KEYS: [&str; 11] = [
     "compact",
     "dropWatches",
     "resetCache",
@@ -358,6 +367,7 @@ const FAULT_KEYS: [&str; 10] = [
     "storageOutage",
     "streams",
     "restartServer",
+    "pauseClient",
     "etcdKill",
     "etcdLeaderChange",
     "breakWatch",
@@ -442,6 +452,9 @@ fn read_fault<'de, A: MapAccess<'de>>(name: &str, map: &mut A) -> Result<Fault, 
         "etcdKill" => map
             .next_value::<EtcdKillArgs>()
             .map(|a| Fault::EtcdKill { member: a.member, restart_after: a.restart_after })?,
+        "pauseClient" => {
+            map.next_value::<PauseArgs>().map(|a| Fault::PauseClient { client: a.client, duration: a.duration })?
+        }
         "etcdLeaderChange" => {
             map.next_value::<de::IgnoredAny>()?;
             Fault::EtcdLeaderChange {}
@@ -535,6 +548,14 @@ struct RestartArgs {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PauseArgs {
+    client: String,
+    #[serde(rename = "for")]
+    duration: Dur,
+}
+
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct EtcdKillArgs {
     #[serde(default)]
@@ -625,6 +646,15 @@ pub fn parse_with_backend(file: &str, text: &str, backend: Option<&str>) -> Resu
     }
     if scenario.backend.servers == 0 {
         return refuse("backend.servers: 0 servers; expected 1 or more".into());
+    }
+    let client_ids: Vec<String> =
+        scenario.clients.iter().flat_map(|c| (0..c.count).map(move |i| format!("{}-{i}", c.name))).collect();
+    for step in &scenario.faults {
+        if let Fault::PauseClient { client, .. } = &step.fault
+            && !client_ids.contains(client)
+        {
+            return refuse(format!("pauseClient: no client {client:?}; the clients are {}", client_ids.join(", ")));
+        }
     }
     if !(scenario.workload.rate > 0.0 && scenario.workload.rate.is_finite()) {
         return refuse(format!("workload.rate: {}; expected writes per second above 0", scenario.workload.rate));

@@ -118,6 +118,18 @@ async fn server_failover_passes() {
 }
 
 #[tokio::test]
+async fn slow_clients_are_closed_and_resume_without_a_gap() {
+    let (code, report, summary) = simulate("slow-client.yaml", &[]).await;
+    assert_eq!(code, 0, "{summary}");
+    // The paused clients' watches were ended by the server and opened again; the others not.
+    let watches = |id: &str| {
+        report["clients"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap()["watches"].as_u64().unwrap()
+    };
+    assert!(watches("listwatch-0") >= 2, "{summary}");
+    assert_eq!(watches("listwatch-2"), 1, "{summary}");
+}
+
+#[tokio::test]
 async fn kubectl_watch_passes() {
     passes("kubectl-watch.yaml").await;
 }
