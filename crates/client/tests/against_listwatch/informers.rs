@@ -427,6 +427,13 @@ async fn factory_shares_informers_and_late_handlers_get_the_cache() {
     let typed = factory.informer::<ConfigMap>();
     factory.start();
     assert!(factory.wait_for_cache_sync(WAIT).await);
+    // The first LIST is at resourceVersion "0" (client-go's), which the watch cache may answer
+    // from just before the creates: synced is not yet "has every object", so wait for them.
+    let deadline = std::time::Instant::now() + WAIT;
+    while dynamic.store().list().len() < 3 || typed.store().list().len() < 3 {
+        assert!(std::time::Instant::now() < deadline, "the informers never held the three objects");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(Arc::ptr_eq(&dynamic.store().list()[0], &again.store().get(&dynamic.store().list()[0].key()).unwrap()));
     let web = LabelSelector::parse("app=web").unwrap();
     assert_eq!(dynamic.lister().namespace("default").list(&web).len(), 2);
