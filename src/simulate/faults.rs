@@ -147,6 +147,16 @@ pub async fn cause(
                 ..Default::default()
             }
         }
+        Fault::BookmarkInterval { interval } => {
+            let ms = interval.0.as_millis();
+            debug(format!("/debug/listwatch/bookmarks?interval={ms}ms")).await?;
+            let note = if ms == 0 {
+                "bookmarks at the configured interval again".to_string()
+            } else {
+                format!("bookmarks every {ms} ms")
+            };
+            Caused { note, ..Default::default() }
+        }
         Fault::PauseClient { client, duration } => {
             let pause = pauses.get(client).ok_or_else(|| anyhow::anyhow!("no client {client}"))?;
             pause.send_replace(Some(std::time::Instant::now() + duration.0));

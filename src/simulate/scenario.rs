@@ -296,6 +296,11 @@ pub enum Fault {
         #[serde(rename = "for")]
         duration: Dur,
     },
+    /// Change how often watchers get bookmarks (kube: once a minute); `0s` restores it.
+    BookmarkInterval {
+        /// The new interval.
+        interval: Dur,
+    },
     /// Kill an etcd member (SIGKILL, as a crash), and start it again after a while.
     EtcdKill {
         /// Which member (0-based); the current leader when absent.
@@ -359,7 +364,7 @@ impl<'de> Deserialize<'de> for Dur {
 const TIMING_KEYS: [&str; 5] = ["at", "every", "from", "until", "jitter"];
 
 /// The fault keys (for "expected one of" messages).
-const FAULT_KEYS: [&str; 11] = [
+const FAULT_KEYS: [&str; 12] = [
     "compact",
     "dropWatches",
     "resetCache",
@@ -368,6 +373,7 @@ const FAULT_KEYS: [&str; 11] = [
     "streams",
     "restartServer",
     "pauseClient",
+    "bookmarkInterval",
     "etcdKill",
     "etcdLeaderChange",
     "breakWatch",
@@ -454,6 +460,9 @@ fn read_fault<'de, A: MapAccess<'de>>(name: &str, map: &mut A) -> Result<Fault, 
             .map(|a| Fault::EtcdKill { member: a.member, restart_after: a.restart_after })?,
         "pauseClient" => {
             map.next_value::<PauseArgs>().map(|a| Fault::PauseClient { client: a.client, duration: a.duration })?
+        }
+        "bookmarkInterval" => {
+            map.next_value::<BookmarkArgs>().map(|a| Fault::BookmarkInterval { interval: a.interval })?
         }
         "etcdLeaderChange" => {
             map.next_value::<de::IgnoredAny>()?;
@@ -545,6 +554,12 @@ struct RestartArgs {
     server: usize,
     #[serde(default)]
     kill: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BookmarkArgs {
+    interval: Dur,
 }
 
 #[derive(Deserialize)]

@@ -129,6 +129,26 @@ async fn slow_clients_are_closed_and_resume_without_a_gap() {
     assert_eq!(watches("listwatch-2"), 1, "{summary}");
 }
 
+/// With the bookmark interval turned down to 200 ms and then 50 ms, clients get bookmarks
+/// (none would come in 8 s at kube's minute), and every guarantee holds with them.
+#[tokio::test]
+async fn bookmark_interval_changes_pass_and_bring_bookmarks() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("bookmarks.rec");
+    let (code, _, summary) = simulate("bookmarks.yaml", &["--record", record.to_str().unwrap()]).await;
+    assert_eq!(code, 0, "{summary}");
+    let bookmarks: usize = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|line| line.get("client").cloned())
+        .flat_map(|client| client["watches"].as_array().cloned().unwrap_or_default())
+        .flat_map(|watch| watch["deliveries"].as_array().cloned().unwrap_or_default())
+        .filter(|d| d["type"] == "bookmark" && d["initialEventsEnd"] == false)
+        .count();
+    assert!(bookmarks >= 4, "{bookmarks} bookmarks: {summary}");
+}
+
 #[tokio::test]
 async fn kubectl_watch_passes() {
     passes("kubectl-watch.yaml").await;

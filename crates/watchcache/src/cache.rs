@@ -59,6 +59,11 @@ pub struct WatchCacheConfig {
     pub watcher_queue: usize,
     /// A watcher that asked for bookmarks gets one this often (kube: 1 minute).
     pub bookmark_interval: Duration,
+    /// Replaces `bookmark_interval` while set (milliseconds; 0 = not set): one switch shared by
+    /// every cache made from clones of this config, which the debug API and the simulator turn
+    /// while the server runs. A watcher's next bookmark is then due no later than one new
+    /// interval from now.
+    pub bookmark_interval_override: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// How often the bookmark timer looks for due watchers (kube: ~1 s).
     pub bookmark_tick: Duration,
     /// Most time dispatch waits for blocked watchers at once (kube: 100 ms)...
@@ -75,6 +80,16 @@ pub struct WatchCacheConfig {
     pub retry_backoff: Duration,
 }
 
+impl WatchCacheConfig {
+    /// The bookmark interval in force: the override when set, else `bookmark_interval`.
+    pub fn current_bookmark_interval(&self) -> Duration {
+        match self.bookmark_interval_override.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => self.bookmark_interval,
+            ms => Duration::from_millis(ms),
+        }
+    }
+}
+
 impl Default for WatchCacheConfig {
     fn default() -> Self {
         WatchCacheConfig {
@@ -83,6 +98,7 @@ impl Default for WatchCacheConfig {
             max_events: 100 * 1024,
             watcher_queue: 100,
             bookmark_interval: Duration::from_secs(60),
+            bookmark_interval_override: Default::default(),
             bookmark_tick: Duration::from_secs(1),
             blocked_budget_max: Duration::from_millis(100),
             blocked_budget_refill: Duration::from_millis(50),

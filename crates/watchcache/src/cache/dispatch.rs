@@ -43,7 +43,7 @@ pub(super) fn next_bookmark_time(config: &WatchCacheConfig, now: Instant, deadli
     if before_deadline <= now {
         return None;
     }
-    Some((now + config.bookmark_interval).min(before_deadline))
+    Some((now + config.current_bookmark_interval()).min(before_deadline))
 }
 
 impl Inner {
@@ -108,9 +108,14 @@ impl Inner {
         let rv = *self.rv_tx.borrow();
         let now = Instant::now();
         let mut watchers = self.watchers.lock();
+        // A shorter interval set meanwhile brings later bookmarks forward.
+        let latest = now + self.config.current_bookmark_interval();
         for w in watchers.registered.values_mut() {
             let Some(due) = w.next_bookmark else { continue };
-            if due > now {
+            if due > latest {
+                w.next_bookmark = Some(latest);
+            }
+            if due.min(latest) > now {
                 continue;
             }
             if w.tx.try_send(Queued::Bookmark(rv)).is_ok() {

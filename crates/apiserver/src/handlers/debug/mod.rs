@@ -16,6 +16,8 @@
 //!   (see [`history`]);
 //! * `POST /debug/listwatch/break?kind=K`: break watch guarantee K on every stream from now on
 //!   (`none` restores them; see [`WatchBreaker`]);
+//! * `POST /debug/listwatch/bookmarks?interval=D`: watchers that asked for bookmarks get one
+//!   every D from now on (`0s` restores the configured interval, kube's 1 minute);
 //! * `POST /debug/listwatch/storage/outage?for=D`: every storage call fails as a dead etcd's
 //!   would for D (`0s` ends an outage early; see `listwatch_storage::faults`);
 //! * `POST /debug/listwatch/streams?fault=F&...`: network faults on watch streams (latency,
@@ -105,6 +107,17 @@ pub async fn handle(
             let retry = int("retryAfterSeconds")?.unwrap_or(1).clamp(1, 3600) as u32;
             state.throttle.set(count, retry);
             json!({"throttled": count, "retryAfterSeconds": retry})
+        }
+        "/debug/listwatch/bookmarks" => {
+            let interval =
+                duration_param(query, "interval")?.ok_or_else(|| ApiError::bad_request("interval is required"))?;
+            let millis = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
+            if !interval.is_zero() && millis == 0 {
+                return Err(ApiError::bad_request("interval must be 0s or at least 1ms"));
+            }
+            state.config.cache.bookmark_interval_override.store(millis, std::sync::atomic::Ordering::Relaxed);
+            let effective = state.config.cache.current_bookmark_interval();
+            json!({"bookmarkIntervalSeconds": effective.as_secs_f64()})
         }
         "/debug/listwatch/break" => {
             let breaker = query
