@@ -140,14 +140,34 @@ impl EtcdStore {
         Ok(store)
     }
 
-    /// Runs one unary request under the deadline, sorting its failure.
-    async fn request<T>(&self, call: impl Future<Output = Result<T, etcd_client::Error>>) -> Result<T, Failure> {
-        match tokio::time::timeout(self.options.request_timeout, call).await {
-            Ok(result) => result.map_err(|e| {
-                debug!(error = %e, "etcd request failed");
-                Failure::of(&e)
-            }),
-            Err(_) => Err(Failure::Other(format!("etcd request timed out after {:?}", self.options.request_timeout))),
+    /// Runs one unary request under the deadline, sorting its failure. A request that could
+    /// not even connect never reached etcd, so it is sent again (a few times): the channel's
+    /// balancer keeps offering a member that is down (grpc/grpc-rust#2839), where etcd's Go
+    /// client skips it.
+    async fn request<T, Fut>(&self, call: impl Fn() -> Fut) -> Result<T, Failure>
+    where
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let mut retries = 0;
+        loop {
+            let failure = match tokio::time::timeout(self.options.request_timeout, call()).await {
+                Ok(Ok(answer)) => return Ok(answer),
+                Ok(Err(e)) => {
+                    debug!(error = %e, "etcd request failed");
+                    Failure::of(&e)
+                }
+                Err(_) => {
+                    return Err(Failure::Other(format!(
+                        "etcd request timed out after {:?}",
+                        self.options.request_timeout
+                    )));
+                }
+            };
+            if retries < CONNECT_RETRIES && failure.is_connect_error() {
+                retries += 1;
+                continue;
+            }
+            return Err(failure);
         }
     }
 
@@ -173,7 +193,13 @@ impl EtcdStore {
 
     /// Runs a write transaction.
     async fn txn(&self, txn: Txn, write_size: usize) -> Result<TxnResponse> {
-        match self.request(self.kv.clone().txn(txn)).await {
+        match self
+            .request(|| {
+                let (mut kv, txn) = (self.kv.clone(), txn.clone());
+                async move { kv.txn(txn).await }
+            })
+            .await
+        {
             Ok(response) => Ok(response),
             Err(failure) => Err(self.storage_error(failure, Some(write_size)).await),
         }
@@ -186,7 +212,13 @@ impl EtcdStore {
     /// compaction revision (spec §1.3).
     async fn fetch_compacted_revision(&self) -> Result<Revision> {
         let at_first_revision = GetOptions::new().with_revision(1).with_count_only();
-        let compacted = match self.request(self.kv.clone().get(PROBE_KEY, Some(at_first_revision))).await {
+        let compacted = match self
+            .request(|| {
+                let (mut kv, options) = (self.kv.clone(), at_first_revision.clone());
+                async move { kv.get(PROBE_KEY, Some(options)).await }
+            })
+            .await
+        {
             Ok(_) => 0,
             Err(Failure::Compacted) => {
                 let probe = watch::compaction_probe(self.watch.clone(), PROBE_KEY);
@@ -222,7 +254,13 @@ impl Storage for EtcdStore {
         if request.count_only {
             options = options.with_count_only();
         }
-        let mut response = match self.request(self.kv.clone().get(request.range.start.to_vec(), Some(options))).await {
+        let mut response = match self
+            .request(|| {
+                let (mut kv, key, options) = (self.kv.clone(), request.range.start.to_vec(), options.clone());
+                async move { kv.get(key, Some(options)).await }
+            })
+            .await
+        {
             Ok(response) => response,
             Err(failure) => return Err(self.storage_error(failure, None).await),
         };
@@ -272,7 +310,13 @@ impl Storage for EtcdStore {
     async fn delete(&self, key: &[u8], expected_mod_revision: Option<Revision>) -> Result<DeleteResponse> {
         let with_prev = || Some(DeleteOptions::new().with_prev_key());
         let Some(expected) = expected_mod_revision else {
-            let mut response = match self.request(self.kv.clone().delete(key, with_prev())).await {
+            let mut response = match self
+                .request(|| {
+                    let (mut kv, key) = (self.kv.clone(), key.to_vec());
+                    async move { kv.delete(key, with_prev()).await }
+                })
+                .await
+            {
                 Ok(response) => response,
                 Err(failure) => return Err(self.storage_error(failure, None).await),
             };
@@ -318,7 +362,13 @@ impl Storage for EtcdStore {
 
     async fn compact(&self, revision: Revision) -> Result<()> {
         let options = CompactionOptions::new().with_physical();
-        match self.request(self.kv.clone().compact(revision, Some(options))).await {
+        match self
+            .request(|| {
+                let (mut kv, options) = (self.kv.clone(), options.clone());
+                async move { kv.compact(revision, Some(options)).await }
+            })
+            .await
+        {
             Ok(_) => {
                 self.note_compacted(revision);
                 Ok(())
@@ -331,7 +381,13 @@ impl Storage for EtcdStore {
         // A linearizable (the default) read of one key, counting only: the header has the
         // cluster's current revision.
         let options = GetOptions::new().with_count_only().with_limit(1);
-        match self.request(self.kv.clone().get(PROBE_KEY, Some(options))).await {
+        match self
+            .request(|| {
+                let (mut kv, options) = (self.kv.clone(), options.clone());
+                async move { kv.get(PROBE_KEY, Some(options)).await }
+            })
+            .await
+        {
             Ok(response) => response
                 .header()
                 .map(ResponseHeader::revision)
@@ -346,7 +402,13 @@ impl Storage for EtcdStore {
     }
 
     async fn version(&self) -> Result<BackendVersion> {
-        let status = match self.request(self.maintenance.clone().status()).await {
+        let status = match self
+            .request(|| {
+                let mut maintenance = self.maintenance.clone();
+                async move { maintenance.status().await }
+            })
+            .await
+        {
             Ok(status) => status,
             Err(failure) => return Err(StorageError::Unavailable(failure.message())),
         };
@@ -359,7 +421,13 @@ impl Storage for EtcdStore {
 impl EtcdStore {
     /// The current state of one key.
     async fn get_key(&self, key: &[u8]) -> Result<Option<KeyValue>> {
-        match self.request(self.kv.clone().get(key, None)).await {
+        match self
+            .request(|| {
+                let (mut kv, key) = (self.kv.clone(), key.to_vec());
+                async move { kv.get(key, None).await }
+            })
+            .await
+        {
             Ok(mut response) => Ok(response.take_kvs().into_iter().next().map(|kv| key_value(kv.0))),
             Err(failure) => Err(self.storage_error(failure, None).await),
         }
@@ -379,7 +447,15 @@ enum Failure {
     Other(String),
 }
 
+/// How many times a request that could not connect is sent again.
+const CONNECT_RETRIES: usize = 4;
+
 impl Failure {
+    /// Whether the request failed before reaching etcd (no connection to the member).
+    fn is_connect_error(&self) -> bool {
+        matches!(self, Failure::Other(message) if message.contains("tcp connect error") || message.contains("Connection refused"))
+    }
+
     fn of(error: &etcd_client::Error) -> Failure {
         match error {
             etcd_client::Error::GRpcStatus(status) => {
