@@ -4,7 +4,6 @@
 //! The reflector under test is the client crate's own, untouched; the checker later compares
 //! these records with storage's history.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -13,10 +12,9 @@ use futures::future::BoxFuture;
 use listwatch_client::event::WatchEvent;
 use listwatch_client::reflector::ListerWatcher;
 use listwatch_client::watch::WatchStream;
-use listwatch_client::{Api, DynamicObject, Error, ListParams, Object, ObjectList, WatchParams};
-use listwatch_meta::fingerprint::object_fingerprint;
+use listwatch_client::{Api, DynamicObject, Error, ListParams, ObjectList, WatchParams};
 use listwatch_simulator::record::{
-    Delivery, EventKind, ListRecord, ListResult, ObjectState, StreamEnd, WatchRecord, WatchRequest,
+    Delivery, EventKind, ListRecord, ListResult, ObjectState, StreamEnd, WatchRecord, WatchRequest, labels_of,
 };
 
 /// The records of one client, filled as it runs.
@@ -68,25 +66,7 @@ impl Observed {
 
 /// What the checker keeps of an object.
 pub fn object_state(object: &DynamicObject) -> ObjectState {
-    ObjectState {
-        namespace: object.namespace().unwrap_or_default().to_string(),
-        name: object.name().to_string(),
-        uid: object.uid().unwrap_or_default().to_string(),
-        resource_version: resource_version(object),
-        fingerprint: object_fingerprint(&object.0),
-    }
-}
-
-fn resource_version(object: &DynamicObject) -> i64 {
-    object.resource_version().and_then(|rv| rv.parse().ok()).unwrap_or(-1)
-}
-
-fn labels(object: &DynamicObject) -> BTreeMap<String, String> {
-    object
-        .pointer("/metadata/labels")
-        .and_then(|l| l.as_object())
-        .map(|l| l.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
-        .unwrap_or_default()
+    ObjectState::of(&object.0, "")
 }
 
 fn millis_since(started: Instant) -> u64 {
@@ -244,7 +224,7 @@ fn event(at_ms: u64, kind: EventKind, object: &DynamicObject) -> Delivery {
         uid: state.uid,
         resource_version: state.resource_version,
         fingerprint: state.fingerprint,
-        labels: labels(object),
+        labels: labels_of(&object.0),
     }
 }
 

@@ -211,6 +211,31 @@ pub struct ObjectState {
     pub fingerprint: u64,
 }
 
+impl ObjectState {
+    /// What the records keep of an object's JSON, as a client received it: `namespace` when
+    /// the object names none, a resourceVersion of -1 when it has none (a server always sets
+    /// one), the fingerprint of its content.
+    pub fn of(object: &serde_json::Value, namespace: &str) -> ObjectState {
+        let metadata = &object["metadata"];
+        let text = |field: &str| metadata[field].as_str().map(str::to_string);
+        ObjectState {
+            namespace: text("namespace").unwrap_or_else(|| namespace.to_string()),
+            name: text("name").unwrap_or_default(),
+            uid: text("uid").unwrap_or_default(),
+            resource_version: text("resourceVersion").and_then(|rv| rv.parse().ok()).unwrap_or(-1),
+            fingerprint: listwatch_meta::fingerprint::object_fingerprint(object),
+        }
+    }
+}
+
+/// An object's labels, as the records keep them (`{}` when it has none).
+pub fn labels_of(object: &serde_json::Value) -> BTreeMap<String, String> {
+    object["metadata"]["labels"]
+        .as_object()
+        .map(|labels| labels.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+        .unwrap_or_default()
+}
+
 /// One LIST a client made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

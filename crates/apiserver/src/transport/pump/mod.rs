@@ -141,7 +141,9 @@ pub fn pump<F: Framing>(
             let _ = shutdown.wait_for(|down| *down).await;
         }),
         events: Vec::with_capacity(MAX_EVENTS_PER_BATCH),
-        ends: Vec::with_capacity(MAX_EVENTS_PER_BATCH),
+        // Grows to the largest batch this watch saw, not to the largest possible one: most
+        // watches see small batches, and a thousand of them should not hold 2 KiB each.
+        ends: Vec::new(),
         metrics: metrics::WatchEventMetrics::for_resource(watch.resource),
         _registered: Registered::new(watch.resource),
         initial_through: watch.source.initial_through(),

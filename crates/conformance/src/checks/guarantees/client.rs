@@ -10,9 +10,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use listwatch_meta::fingerprint::object_fingerprint;
 use listwatch_simulator::record::{
     ClientRecord, Delivery, EventKind, ListRecord, ListResult, ObjectState, StreamEnd, WatchRecord, WatchRequest,
+    labels_of,
 };
 use serde_json::Value;
 use tokio::sync::watch;
@@ -290,7 +290,7 @@ impl Observer<'_> {
             uid: state.uid.clone(),
             resource_version: state.resource_version,
             fingerprint: state.fingerprint,
-            labels: labels(&event.object),
+            labels: labels_of(&event.object),
         });
         self.last_rv = Some(state.resource_version);
         self.highest_rv = self.highest_rv.max(state.resource_version);
@@ -395,19 +395,5 @@ fn name_of(object: &Value) -> &str {
 
 /// What the checker keeps of an object (its namespace when the object does not say).
 pub fn object_state(object: &Value, namespace: &str) -> ObjectState {
-    ObjectState {
-        namespace: object["metadata"]["namespace"].as_str().unwrap_or(namespace).to_string(),
-        name: name_of(object).to_string(),
-        uid: object["metadata"]["uid"].as_str().unwrap_or_default().to_string(),
-        resource_version: crate::fixture::rv(object),
-        fingerprint: object_fingerprint(object),
-    }
-}
-
-/// An object's labels.
-pub fn labels(object: &Value) -> BTreeMap<String, String> {
-    object["metadata"]["labels"]
-        .as_object()
-        .map(|labels| labels.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
-        .unwrap_or_default()
+    ObjectState::of(object, namespace)
 }

@@ -11,10 +11,10 @@
 
 use std::collections::BTreeMap;
 
-use listwatch_simulator::record::{Change, ClientRecord, Delivery, HistoryEvent};
+use listwatch_simulator::record::{Change, ClientRecord, Delivery, HistoryEvent, labels_of};
 use serde_json::Value;
 
-use super::client::{labels, object_state};
+use super::client::object_state;
 use super::workload::Ack;
 use crate::fixture::rv;
 
@@ -94,7 +94,7 @@ fn history_event(object: &Value, namespace: &str, revision: i64, kind: Change, c
         namespace: state.namespace,
         name: state.name,
         uid: state.uid,
-        labels: labels(object),
+        labels: labels_of(object),
         fingerprint: state.fingerprint,
         object: None,
     }
