@@ -451,9 +451,14 @@ enum Failure {
 const CONNECT_RETRIES: usize = 4;
 
 impl Failure {
-    /// Whether the request failed before reaching etcd (no connection to the member).
+    /// Whether the request failed before reaching etcd: no connection to the member, or
+    /// hyper cancelled it because the member's connection closed while the request waited to
+    /// be sent ("operation was canceled"; a request already sent fails with an HTTP/2 stream
+    /// error instead). Every write is a transaction guarded by a mod_revision compare, so even
+    /// a request that did arrive cannot be applied twice.
     fn is_connect_error(&self) -> bool {
-        matches!(self, Failure::Other(message) if message.contains("tcp connect error") || message.contains("Connection refused"))
+        const NOT_SENT: [&str; 3] = ["tcp connect error", "Connection refused", "operation was canceled"];
+        matches!(self, Failure::Other(message) if NOT_SENT.iter().any(|sign| message.contains(sign)))
     }
 
     fn of(error: &etcd_client::Error) -> Failure {

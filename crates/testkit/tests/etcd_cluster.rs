@@ -191,7 +191,7 @@ async fn servers_on_one_cluster_and_prefix_see_each_others_writes() {
 /// etcd-client balances over one tonic channel whose reconnecting endpoints count as ready when
 /// they cannot connect (grpc/grpc-rust#2839), so about a third of requests used to fail with
 /// 503 "etcd: Unavailable: tcp connect error"; storage now sends a request that could not
-/// connect again (it never reached etcd).
+/// connect, or that hyper cancelled before sending, again (it never reached etcd).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_write_succeeds_while_a_member_is_down() {
     let mut cluster = three_members().await;
