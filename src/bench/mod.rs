@@ -19,6 +19,7 @@
 //! ConfigMaps and Pods written, padded to a size), [`report`] (histograms, `/proc` readings,
 //! the result file).
 
+mod compare;
 mod create;
 mod decode;
 mod fanout;
