@@ -11,6 +11,7 @@
 mod bench;
 mod informer;
 mod kubeconfig;
+mod plot;
 mod replay;
 mod serve;
 mod simulate;

@@ -1,17 +1,49 @@
-//! `listwatch bench fanout --compare`: the same watchers and the same write stream against
-//! listwatch with its watch cache, listwatch uncached, etcd watched directly, and a raw
-//! broadcaster that shows what the machine can do; one row each.
+//! `listwatch bench fanout --compare` and `--sweep`: the same watchers and the same write
+//! stream against several systems, one row each, over one or many points.
+//!
+//! The rows, run one after the other on this machine with the same watcher count, object
+//! size, write rate and key spread:
+//!
+//! * `listwatch`: listwatch with its watch cache on the embedded store (the default run);
+//! * `listwatch-etcd`: the same on etcd;
+//! * `listwatch-uncached`: listwatch on etcd with `--watch-cache=false`, so every client watch
+//!   is its own etcd watch (kube-apiserver's `--watch-cache=false`);
+//! * `etcd-direct`: the watchers opened straight on etcd over gRPC and the writes done on etcd
+//!   ([`super::etcd_direct`]);
+//! * `raw-ceiling`: a broadcaster that writes one pre-serialized copy of each event to every
+//!   socket, read by the same reader ([`super::raw`]): what the machine can do.
+//!
+//! etcd is the one given with `--etcd`, or a private one started for the run (and stopped at
+//! its end). The ratios printed under the table (listwatch / etcd direct, listwatch / raw
+//! ceiling) are what the question "how much better, and how far from the machine" asks.
+//!
+//! A sweep (`--sweep watchers=10,100,1000`, repeatable for a grid over `object-size`,
+//! `transport` and `encoding`) repeats the run for every point; every row of every point goes
+//! to `--output` and the plots (events/s and p99 latency against watchers, one line per row
+//! and swept value) to `--plots` ([`super::plot`]).
 
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use clap::ValueEnum;
 use serde::Serialize;
 
-use super::report::LatencySummary;
+use super::ServerArgs;
+use super::fanout::{self, FanoutArgs, FanoutResult};
+use super::report::{self, LatencySummary};
+use super::server::ServerUnderTest;
+use super::transport::{Transport, WireEncoding};
 
 /// One row of the comparison: what one system delivered to the same watchers for the same
-/// writes.
+/// writes, at one point of a sweep.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
     /// `listwatch`, `listwatch-etcd`, `listwatch-uncached`, `etcd-direct` or `raw-ceiling`.
     pub name: String,
+    pub watchers: usize,
+    pub object_size: usize,
+    pub transport: Transport,
+    pub encoding: WireEncoding,
     /// Delivered events / (first write → last event received), over all watchers.
     pub events_per_sec: f64,
     pub latency_p50_ms: f64,
@@ -22,7 +54,7 @@ pub struct Row {
     /// in cores over the measured span.
     pub server_cpu_cores: Option<f64>,
     pub server_peak_rss_bytes: Option<u64>,
-    /// etcd's own CPU when etcd is behind the server (the uncached and etcd rows).
+    /// etcd's own CPU when etcd is behind the server (the listwatch-on-etcd rows).
     pub etcd_cpu_cores: Option<f64>,
     pub writes: u64,
     pub writes_per_sec: f64,
@@ -30,4 +62,218 @@ pub struct Row {
     pub missing_events: u64,
     /// How this row was set up (connections, what serves the watches).
     pub note: String,
+}
+
+impl Row {
+    /// A row from a `bench fanout` run.
+    fn of_fanout(name: &str, args: &FanoutArgs, result: &FanoutResult, note: String) -> Row {
+        let (d, u) = (&result.delivery, &result.usage);
+        Row {
+            name: name.to_string(),
+            watchers: args.watchers,
+            object_size: args.object_size,
+            transport: args.transport,
+            encoding: args.encoding,
+            events_per_sec: d.events_per_second,
+            latency_p50_ms: d.latency.p50_ms,
+            latency_p99_ms: d.latency.p99_ms,
+            latency: d.latency.clone(),
+            server_cpu_cores: u.server_cpu_cores,
+            server_peak_rss_bytes: u.server_peak_rss_mib.map(|m| (m * 1024.0 * 1024.0) as u64),
+            etcd_cpu_cores: u.etcd_cpu_cores,
+            writes: result.writes.succeeded,
+            writes_per_sec: result.writes.per_second,
+            missing_events: result.completeness.missing,
+            note,
+        }
+    }
+}
+
+/// The swept dimensions (`--sweep KEY=V1,V2`).
+#[derive(Default, Debug)]
+struct Sweep {
+    watchers: Vec<usize>,
+    object_sizes: Vec<usize>,
+    transports: Vec<Transport>,
+    encodings: Vec<WireEncoding>,
+}
+
+impl Sweep {
+    fn parse(specs: &[String]) -> anyhow::Result<Sweep> {
+        let mut sweep = Sweep::default();
+        for spec in specs {
+            let (key, values) =
+                spec.split_once('=').with_context(|| format!("--sweep wants KEY=V1,V2,..., got {spec:?}"))?;
+            let values = values.split(',').map(str::trim).filter(|v| !v.is_empty());
+            match key.trim() {
+                "watchers" => sweep.watchers = values.map(number(key)).collect::<anyhow::Result<_>>()?,
+                "object-size" => sweep.object_sizes = values.map(number(key)).collect::<anyhow::Result<_>>()?,
+                "transport" => {
+                    sweep.transports = values.map(choice::<Transport>(key)).collect::<anyhow::Result<_>>()?;
+                }
+                "encoding" => {
+                    sweep.encodings = values.map(choice::<WireEncoding>(key)).collect::<anyhow::Result<_>>()?;
+                }
+                other => bail!("--sweep: unknown key {other:?} (watchers, object-size, transport, encoding)"),
+            }
+        }
+        Ok(sweep)
+    }
+
+    /// Every point of the grid, as fan-out arguments (unswept values from `base`).
+    fn points(&self, base: &FanoutArgs) -> Vec<FanoutArgs> {
+        let or = |values: &[usize], default: usize| if values.is_empty() { vec![default] } else { values.to_vec() };
+        let mut points = Vec::new();
+        for &transport in self.transports.iter().chain((self.transports.is_empty()).then_some(&base.transport)) {
+            for &encoding in self.encodings.iter().chain((self.encodings.is_empty()).then_some(&base.encoding)) {
+                for object_size in or(&self.object_sizes, base.object_size) {
+                    for watchers in or(&self.watchers, base.watchers) {
+                        points.push(FanoutArgs { transport, encoding, object_size, watchers, ..base.clone() });
+                    }
+                }
+            }
+        }
+        points
+    }
+}
+
+fn number(key: &str) -> impl Fn(&str) -> anyhow::Result<usize> + '_ {
+    move |v| v.parse().with_context(|| format!("--sweep {key}: {v:?} is not a number"))
+}
+
+fn choice<T: ValueEnum>(key: &str) -> impl Fn(&str) -> anyhow::Result<T> + '_ {
+    move |v| T::from_str(v, true).map_err(|e| anyhow::anyhow!("--sweep {key}: {e}"))
+}
+
+/// etcd for the rows that need it: the user's (`--etcd`), or a private one.
+struct Etcd {
+    endpoints: String,
+    pid: Option<u32>,
+    _private: Option<listwatch_testkit::etcd::EtcdProcess>,
+}
+
+impl Etcd {
+    async fn for_run(args: &ServerArgs) -> Etcd {
+        if let Some(endpoints) = &args.etcd {
+            return Etcd { endpoints: endpoints.clone(), pid: None, _private: None };
+        }
+        let process =
+            listwatch_testkit::etcd::EtcdProcess::start(listwatch_testkit::etcd::EtcdProcessOptions::default()).await;
+        eprintln!("bench: started a private etcd at {} (pid {:?})", process.endpoint(), process.pid());
+        Etcd { endpoints: process.endpoint().to_string(), pid: process.pid(), _private: Some(process) }
+    }
+}
+
+/// Everything a comparison or sweep writes to `--output`.
+#[derive(Serialize)]
+struct CompareResult {
+    command: String,
+    /// Every row of every point.
+    rows: Vec<Row>,
+}
+
+pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
+    let sweep = Sweep::parse(&args.sweep)?;
+    let points = sweep.points(&args);
+    let etcd = if args.compare { Some(Etcd::for_run(&args.server).await) } else { None };
+    let mut rows = Vec::new();
+    for (i, point) in points.iter().enumerate() {
+        eprintln!(
+            "bench: point {}/{}: {} watchers, {} B objects, {:?}/{:?}",
+            i + 1,
+            points.len(),
+            point.watchers,
+            point.object_size,
+            point.transport,
+            point.encoding
+        );
+        let point_rows = match &etcd {
+            Some(etcd) => compare_point(point, etcd).await?,
+            None => vec![fanout_row("listwatch", point, &point.server, None, String::new()).await?],
+        };
+        print_table(&point_rows);
+        rows.extend(point_rows);
+    }
+    let result = CompareResult { command: std::env::args().collect::<Vec<_>>().join(" "), rows };
+    if let Some(path) = &args.output {
+        report::write_json(path, &result)?;
+    }
+    if points.len() > 1 {
+        std::fs::create_dir_all(&args.plots).with_context(|| format!("creating {}", args.plots.display()))?;
+        let stem = args.output.as_deref().and_then(Path::file_stem).and_then(|s| s.to_str()).unwrap_or("fanout");
+        super::plot::sweep_plots(&args.plots, stem, &result.rows)?;
+    }
+    Ok(())
+}
+
+/// Every row at one point.
+async fn compare_point(point: &FanoutArgs, etcd: &Etcd) -> anyhow::Result<Vec<Row>> {
+    let on_etcd = ServerArgs { etcd: Some(etcd.endpoints.clone()), ..point.server.clone() };
+    let mut uncached = on_etcd.clone();
+    uncached.serve_arg.push("--watch-cache=false".into());
+    Ok(vec![
+        fanout_row(
+            "listwatch",
+            point,
+            &ServerArgs { etcd: None, ..point.server.clone() },
+            None,
+            "embedded store".into(),
+        )
+        .await?,
+        fanout_row("listwatch-etcd", point, &on_etcd, etcd.pid, format!("etcd {}", etcd.endpoints)).await?,
+        fanout_row(
+            "listwatch-uncached",
+            point,
+            &uncached,
+            etcd.pid,
+            "--watch-cache=false: one etcd watch per client watch".into(),
+        )
+        .await?,
+    ])
+}
+
+/// Starts a server as `server` says, runs the fan-out on it, and stops it.
+async fn fanout_row(
+    name: &str,
+    point: &FanoutArgs,
+    server: &ServerArgs,
+    etcd_pid: Option<u32>,
+    note: String,
+) -> anyhow::Result<Row> {
+    let under_test = ServerUnderTest::start(server).await?;
+    let result = fanout::measure(point, &under_test, etcd_pid).await.map_err(|e| under_test.annotate(e))?;
+    under_test.stop().await;
+    fanout::print_summary(&result);
+    Ok(Row::of_fanout(name, point, &result, note))
+}
+
+/// The table of one point, with the ratios the comparison is for.
+fn print_table(rows: &[Row]) {
+    println!(
+        "{:<20} {:>12} {:>8} {:>8} {:>11} {:>10} {:>9} {:>8}",
+        "row", "events/s", "p50 ms", "p99 ms", "server CPU", "peak RSS", "etcd CPU", "missing"
+    );
+    let opt = |v: Option<f64>, unit: &str| v.map_or("-".into(), |v| format!("{v:.2}{unit}"));
+    for r in rows {
+        println!(
+            "{:<20} {:>12.0} {:>8.2} {:>8.2} {:>11} {:>10} {:>9} {:>8}",
+            r.name,
+            r.events_per_sec,
+            r.latency_p50_ms,
+            r.latency_p99_ms,
+            opt(r.server_cpu_cores, ""),
+            r.server_peak_rss_bytes.map_or("-".into(), |b| format!("{:.0} MiB", report::mib(b))),
+            opt(r.etcd_cpu_cores, ""),
+            r.missing_events
+        );
+    }
+    let rate = |name: &str| rows.iter().find(|r| r.name == name).map(|r| r.events_per_sec);
+    if let Some(listwatch) = rate("listwatch") {
+        if let Some(direct) = rate("etcd-direct").filter(|d| *d > 0.0) {
+            println!("listwatch / etcd direct: {:.1}x (target >= 20x)", listwatch / direct);
+        }
+        if let Some(raw) = rate("raw-ceiling").filter(|r| *r > 0.0) {
+            println!("listwatch / raw ceiling: {:.0} % (target >= 50 %)", 100.0 * listwatch / raw);
+        }
+    }
 }

@@ -45,49 +45,66 @@ use super::server::{
 };
 use super::transport::{Connector, Opened, Transport, WireEncoding};
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct FanoutArgs {
     /// Number of watch clients (one connection each).
     #[arg(long, default_value_t = 100)]
-    watchers: usize,
+    pub(super) watchers: usize,
     /// Writes per second, or `max` (also `0`) for as fast as the write connections go.
     #[arg(long, default_value = "max", value_parser = parse_rate)]
-    writes_per_sec: WriteRate,
+    pub(super) writes_per_sec: WriteRate,
     /// How long to write, e.g. `20s`.
     #[arg(long, default_value = "20s", value_parser = super::parse_duration)]
-    duration: Duration,
+    pub(super) duration: Duration,
     /// Approximate size of each stored ConfigMap, in bytes (padding in `data.payload`).
     #[arg(long, default_value_t = 1024)]
-    object_size: usize,
+    pub(super) object_size: usize,
     /// Fully decode every event with serde_json instead of only finding its resourceVersion.
     #[arg(long)]
-    decode: bool,
+    pub(super) decode: bool,
     /// Wire encoding of the watch streams.
     #[arg(long, value_enum, default_value = "json")]
-    encoding: WireEncoding,
+    pub(super) encoding: WireEncoding,
     /// Transport of the watch streams.
     #[arg(long, value_enum, default_value = "http1")]
-    transport: Transport,
+    pub(super) transport: Transport,
     /// With `--transport http2`: watches per connection.
     #[arg(long, default_value_t = 100)]
-    streams_per_connection: usize,
+    pub(super) streams_per_connection: usize,
     /// Connections that write (one request in flight on each).
     #[arg(long, default_value_t = 8)]
-    write_connections: usize,
+    pub(super) write_connections: usize,
     /// ConfigMaps each write connection cycles through.
     #[arg(long, default_value_t = 16)]
-    objects_per_connection: usize,
+    pub(super) objects_per_connection: usize,
     /// Namespace of the ConfigMaps and the watches.
     #[arg(long, default_value = "default")]
-    namespace: String,
+    pub(super) namespace: String,
     /// After the writes, wait at most this long for every watcher to receive the last one.
     #[arg(long, default_value = "30s", value_parser = super::parse_duration)]
-    drain_timeout: Duration,
+    pub(super) drain_timeout: Duration,
     /// Write the result as JSON here.
     #[arg(long)]
-    output: Option<PathBuf>,
+    pub(super) output: Option<PathBuf>,
+    /// Run the same watchers and writes against listwatch, listwatch uncached, etcd watched
+    /// directly and a raw broadcaster, one row each (see `compare.rs`).
+    #[arg(long)]
+    pub(super) compare: bool,
+    /// Repeat the run over values, e.g. `--sweep watchers=10,100,1000` (also `object-size`,
+    /// `transport`, `encoding`; repeat the flag to sweep a grid). Writes every point to
+    /// `--output` and SVG plots to `--plots`.
+    #[arg(long)]
+    pub(super) sweep: Vec<String>,
+    /// Where a sweep writes its plots (events/s and p99 latency against watchers).
+    #[arg(long, default_value = "benches/results")]
+    pub(super) plots: PathBuf,
+    /// Spread the watchers over this many namespaces (`<namespace>`, `<namespace>-1`, ...);
+    /// writes go to the first only, so the rest see no events: what dispatch costs when an
+    /// event concerns a fraction of the watchers.
+    #[arg(long, default_value_t = 1)]
+    pub(super) watcher_namespaces: usize,
     #[command(flatten)]
-    server: ServerArgs,
+    pub(super) server: ServerArgs,
 }
 
 /// `--writes-per-sec`.
@@ -129,7 +146,9 @@ struct WatchPlan {
     connector: Connector,
     encoding: WireEncoding,
     full_decode: bool,
-    collection: String,
+    /// Watched collections (one per namespace the watchers are spread over; writes go to the
+    /// first).
+    collections: Vec<String>,
     log: Arc<WriteLog>,
     connecting: Semaphore,
 }
@@ -153,6 +172,7 @@ struct WatcherOutcome {
 /// stream. `ready` hears about the first watch's answer.
 async fn watcher(
     plan: Arc<WatchPlan>,
+    collection: usize,
     start_rv: u64,
     counters: Arc<WatcherCounters>,
     mut stop: watch::Receiver<bool>,
@@ -176,7 +196,7 @@ async fn watcher(
     let mut unresolved: Vec<(u64, u64)> = Vec::new();
     let mut last_rv = start_rv;
     'watches: loop {
-        let path = format!("{}?watch=1&resourceVersion={last_rv}", plan.collection);
+        let path = format!("{}?watch=1&resourceVersion={last_rv}", plan.collections[collection]);
         let opened = {
             let _permit = plan.connecting.acquire().await;
             plan.connector.open(&path).await
@@ -360,92 +380,96 @@ async fn writer(plan: Arc<WritePlan>, index: usize) -> anyhow::Result<WriterOutc
 }
 
 #[derive(Serialize)]
-struct Parameters {
-    watchers: usize,
-    writes_per_sec: WriteRate,
-    duration_seconds: f64,
-    object_size: usize,
-    padding_bytes: usize,
-    full_decode: bool,
-    encoding: WireEncoding,
-    transport: Transport,
-    write_connections: usize,
-    objects_per_connection: usize,
-    namespace: String,
+pub(super) struct Parameters {
+    pub(super) watchers: usize,
+    /// Namespaces the watchers are spread over (writes go to the first).
+    pub(super) watcher_namespaces: usize,
+    pub(super) writes_per_sec: WriteRate,
+    pub(super) duration_seconds: f64,
+    pub(super) object_size: usize,
+    pub(super) padding_bytes: usize,
+    pub(super) full_decode: bool,
+    pub(super) encoding: WireEncoding,
+    pub(super) transport: Transport,
+    pub(super) write_connections: usize,
+    pub(super) objects_per_connection: usize,
+    pub(super) namespace: String,
 }
 
 #[derive(Serialize)]
-struct WriteFigures {
-    succeeded: u64,
-    failed: u64,
+pub(super) struct WriteFigures {
+    pub(super) succeeded: u64,
+    pub(super) failed: u64,
     /// Successful writes whose resourceVersion could not be read (not matched to events).
-    unlogged: u64,
-    per_second: f64,
+    pub(super) unlogged: u64,
+    pub(super) per_second: f64,
     /// Round trip of each write request.
-    latency: LatencySummary,
-    first_error: Option<String>,
+    pub(super) latency: LatencySummary,
+    pub(super) first_error: Option<String>,
 }
 
 #[derive(Serialize)]
-struct DeliveryFigures {
-    events: u64,
+pub(super) struct DeliveryFigures {
+    pub(super) events: u64,
     /// events / (first write → last event received).
-    events_per_second: f64,
+    pub(super) events_per_second: f64,
     /// Events received while writing / write phase.
-    events_per_second_during_writes: f64,
-    bytes: u64,
-    mib_per_second: f64,
+    pub(super) events_per_second_during_writes: f64,
+    pub(super) bytes: u64,
+    pub(super) mib_per_second: f64,
     /// Events per CPU second of the server, and of server + bench: capacity figures that hold
     /// up when other processes share the machine (2 cores × this = the 2-core ceiling).
-    events_per_server_cpu_second: Option<f64>,
-    events_per_server_and_bench_cpu_second: Option<f64>,
+    pub(super) events_per_server_cpu_second: Option<f64>,
+    pub(super) events_per_server_and_bench_cpu_second: Option<f64>,
     /// Receive instant − the write's send instant, over every delivered event.
-    latency: LatencySummary,
-    delivery_window_seconds: f64,
-    drain_seconds: f64,
-    drained: bool,
+    pub(super) latency: LatencySummary,
+    pub(super) delivery_window_seconds: f64,
+    pub(super) drain_seconds: f64,
+    pub(super) drained: bool,
 }
 
 #[derive(Serialize)]
-struct Completeness {
-    /// Every watcher should get every logged write.
-    expected_per_watcher: u64,
-    missing: u64,
-    duplicates: u64,
-    unmatched: u64,
-    malformed: u64,
+pub(super) struct Completeness {
+    /// Every watcher of the written namespace should get every logged write.
+    pub(super) expected_per_watcher: u64,
+    pub(super) missing: u64,
+    pub(super) duplicates: u64,
+    pub(super) unmatched: u64,
+    pub(super) malformed: u64,
     /// Streams the server ended early (slow watchers closed), each re-watched from its last RV.
-    early_ends: u64,
-    watchers_with_early_ends: u64,
+    pub(super) early_ends: u64,
+    pub(super) watchers_with_early_ends: u64,
     /// Re-watches answered 410 Gone (the watcher stopped).
-    expired: u64,
-    failed: u64,
-    first_failure: Option<String>,
+    pub(super) expired: u64,
+    pub(super) failed: u64,
+    pub(super) first_failure: Option<String>,
 }
 
 #[derive(Serialize)]
-struct Usage {
-    server_cpu_seconds: Option<f64>,
-    server_cpu_cores: Option<f64>,
+pub(super) struct Usage {
+    pub(super) server_cpu_seconds: Option<f64>,
+    pub(super) server_cpu_cores: Option<f64>,
     /// The kernel's part of the server's CPU seconds (socket writes, epoll).
-    server_system_cpu_seconds: Option<f64>,
-    server_peak_rss_mib: Option<f64>,
-    bench_cpu_seconds: Option<f64>,
-    bench_cpu_cores: Option<f64>,
+    pub(super) server_system_cpu_seconds: Option<f64>,
+    pub(super) server_peak_rss_mib: Option<f64>,
+    /// etcd's CPU, when the run knows its pid (`bench fanout --compare`).
+    pub(super) etcd_cpu_cores: Option<f64>,
+    pub(super) bench_cpu_seconds: Option<f64>,
+    pub(super) bench_cpu_cores: Option<f64>,
     /// Everything else the machine ran meanwhile (other processes): should be near 0.
-    other_cpu_cores: Option<f64>,
+    pub(super) other_cpu_cores: Option<f64>,
 }
 
 #[derive(Serialize)]
-struct FanoutResult {
-    command: String,
-    server: String,
-    backend: String,
-    parameters: Parameters,
-    writes: WriteFigures,
-    delivery: DeliveryFigures,
-    completeness: Completeness,
-    usage: Usage,
+pub(super) struct FanoutResult {
+    pub(super) command: String,
+    pub(super) server: String,
+    pub(super) backend: String,
+    pub(super) parameters: Parameters,
+    pub(super) writes: WriteFigures,
+    pub(super) delivery: DeliveryFigures,
+    pub(super) completeness: Completeness,
+    pub(super) usage: Usage,
 }
 
 fn sum(counters: &[Arc<WatcherCounters>], field: impl Fn(&WatcherCounters) -> &AtomicU64) -> u64 {
@@ -453,7 +477,25 @@ fn sum(counters: &[Arc<WatcherCounters>], field: impl Fn(&WatcherCounters) -> &A
 }
 
 pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
+    if args.compare || !args.sweep.is_empty() {
+        return super::compare::run(args).await;
+    }
     let server = ServerUnderTest::start(&args.server).await?;
+    let result = measure(&args, &server, None).await.map_err(|e| server.annotate(e))?;
+    print_summary(&result);
+    if let Some(path) = &args.output {
+        report::write_json(path, &result)?;
+    }
+    server.stop().await;
+    Ok(())
+}
+
+/// One fan-out run against `server`; with `etcd_pid`, etcd's CPU over the same span too.
+pub(super) async fn measure(
+    args: &FanoutArgs,
+    server: &ServerUnderTest,
+    etcd_pid: Option<u32>,
+) -> anyhow::Result<FanoutResult> {
     let tag = objects::run_tag();
     let kind = BenchKind::ConfigMap;
     let collection = kind.collection(&args.namespace);
@@ -468,6 +510,11 @@ pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
         bail!("LIST {collection} answered {status}: {}", String::from_utf8_lossy(&listed));
     }
     let start_rv = resource_version_of(&listed).context("the LIST has no resourceVersion")?;
+    // Watching a namespace does not need it to exist (as in kube), so the others are not created.
+    let collections: Vec<String> = std::iter::once(collection.clone())
+        .chain((1..args.watcher_namespaces.max(1)).map(|k| kind.collection(&format!("{}-{k}", args.namespace))))
+        .collect();
+    let spread = collections.len();
     let log = Arc::new(WriteLog::new(start_rv + 1));
 
     // Watchers.
@@ -475,7 +522,7 @@ pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
         connector: Connector::new(args.transport, args.encoding, server.addr, args.streams_per_connection),
         encoding: args.encoding,
         full_decode: args.decode,
-        collection: collection.clone(),
+        collections,
         log: log.clone(),
         connecting: Semaphore::new(64),
     });
@@ -484,10 +531,11 @@ pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
     let mut counters = Vec::with_capacity(args.watchers);
     let mut handles = Vec::with_capacity(args.watchers);
     let mut readies = Vec::with_capacity(args.watchers);
-    for _ in 0..args.watchers {
+    for i in 0..args.watchers {
         let c = Arc::new(WatcherCounters::default());
         let (ready_tx, ready_rx) = oneshot::channel();
-        handles.push(tokio::spawn(watcher(plan.clone(), start_rv, c.clone(), stop_rx.clone(), ready_tx)));
+        let collection = i % spread;
+        handles.push(tokio::spawn(watcher(plan.clone(), collection, start_rv, c.clone(), stop_rx.clone(), ready_tx)));
         counters.push(c);
         readies.push(ready_rx);
     }
@@ -508,6 +556,7 @@ pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
     // Writes.
     let (server_before, self_before, machine_before) =
         (server.usage(), ProcessUsage::of_self(), machine_busy_seconds());
+    let etcd_before = etcd_pid.and_then(ProcessUsage::of);
     let start = Instant::now();
     let write_plan = Arc::new(WritePlan {
         addr: server.addr,
@@ -557,8 +606,10 @@ pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
     let final_rv = log.max_rv();
     let drain_started = Instant::now();
     let drained = loop {
+        // Only the watchers of the written namespace (every `spread`-th) get the writes.
         let behind = counters
             .iter()
+            .step_by(spread)
             .filter(|c| c.done.load(Ordering::Acquire) == 0 && c.last_rv.load(Ordering::Acquire) < final_rv)
             .count();
         if behind == 0 {
@@ -572,6 +623,7 @@ pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
     };
     let drain_seconds = drain_started.elapsed().as_secs_f64();
     let (server_after, self_after, machine_after) = (server.usage(), ProcessUsage::of_self(), machine_busy_seconds());
+    let etcd_after = etcd_pid.and_then(ProcessUsage::of);
     let span = start.elapsed().as_secs_f64();
     bar.finish_and_clear();
     stop_tx.send_replace(true);
@@ -594,11 +646,12 @@ pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
         first_failure: None,
     };
     let (mut events, mut bytes) = (0, 0);
-    for handle in handles {
+    for (i, handle) in handles.into_iter().enumerate() {
         let w = handle.await?;
         report::merge(&mut latency, &w.latency);
         events += w.events;
         bytes += w.bytes;
+        let expected = if i % spread == 0 { expected } else { 0 };
         completeness.missing += expected.saturating_sub(w.events - w.unmatched);
         completeness.duplicates += w.duplicates;
         completeness.unmatched += w.unmatched;
@@ -620,6 +673,7 @@ pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
         backend: server.backend.clone(),
         parameters: Parameters {
             watchers: args.watchers,
+            watcher_namespaces: spread,
             writes_per_sec: args.writes_per_sec,
             duration_seconds: args.duration.as_secs_f64(),
             object_size: args.object_size,
@@ -658,20 +712,16 @@ pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
             server_cpu_cores: server_cpu.map(|c| c / span),
             server_system_cpu_seconds: system_between(server_before, server_after),
             server_peak_rss_mib: server_after.map(|u| report::mib(u.peak_rss_bytes)),
+            etcd_cpu_cores: cpu_between(etcd_before, etcd_after).map(|c| c / span),
             bench_cpu_seconds: bench_cpu,
             bench_cpu_cores: bench_cpu.map(|c| c / span),
             other_cpu_cores: other_cpu.map(|c| c / span),
         },
     };
-    print_summary(&result);
-    if let Some(path) = &args.output {
-        report::write_json(path, &result)?;
-    }
-    server.stop().await;
-    Ok(())
+    Ok(result)
 }
 
-fn print_summary(r: &FanoutResult) {
+pub(super) fn print_summary(r: &FanoutResult) {
     let (p, w, d, c, u) = (&r.parameters, &r.writes, &r.delivery, &r.completeness, &r.usage);
     println!(
         "fanout: {} watchers, {} B objects, {} ({})",

@@ -26,6 +26,7 @@ mod fanout;
 mod http;
 mod list;
 mod objects;
+mod plot;
 mod report;
 mod rv_log;
 mod server;
@@ -56,20 +57,20 @@ enum BenchCommand {
 }
 
 /// Where the server under test comes from (shared by every bench command).
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug, Clone, Default)]
 pub struct ServerArgs {
     /// Measure this running server instead of starting one (e.g. http://127.0.0.1:8080).
     #[arg(long)]
-    server: Option<String>,
+    pub(super) server: Option<String>,
     /// With --server: its process id, to report its CPU seconds and peak RSS.
     #[arg(long, requires = "server")]
-    server_pid: Option<u32>,
+    pub(super) server_pid: Option<u32>,
     /// Start the server on these etcd endpoints (comma-separated) instead of the embedded store.
     #[arg(long, conflicts_with = "server")]
-    etcd: Option<String>,
+    pub(super) etcd: Option<String>,
     /// Extra argument for the started `listwatch serve` (repeat it), e.g. `--serve-arg=--watcher-queue=1000`.
     #[arg(long, allow_hyphen_values = true, conflicts_with = "server")]
-    serve_arg: Vec<String>,
+    pub(super) serve_arg: Vec<String>,
 }
 
 /// Runs a bench command on the current (multi-threaded) runtime.

@@ -10,6 +10,8 @@ use anyhow::Context;
 use listwatch_simulator::record::{ClientRecord, Delivery, ListResult};
 use plotters::prelude::*;
 
+use crate::plot::{PALETTE, draw_error};
+
 /// What the picture shows.
 pub struct TimelineData<'a> {
     /// The scenario's name (the title).
@@ -24,23 +26,11 @@ pub struct TimelineData<'a> {
     pub clients: &'a [ClientRecord],
 }
 
-/// One colour per client, cycling.
-const PALETTE: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(23, 190, 207),
-];
-
 /// Draws the timeline into an SVG file at `path`.
 pub fn write(path: &Path, data: &TimelineData) -> anyhow::Result<()> {
     let height = 420 + 18 * u32::try_from(data.clients.len()).unwrap_or(u32::MAX).min(40);
     let root = SVGBackend::new(path, (1100, height)).into_drawing_area();
-    root.fill(&WHITE).map_err(draw_error)?;
+    root.fill(&WHITE).map_err(draw_error("the timeline"))?;
     let max_rv = data
         .storage
         .iter()
@@ -56,14 +46,14 @@ pub fn write(path: &Path, data: &TimelineData) -> anyhow::Result<()> {
         .x_label_area_size(32)
         .y_label_area_size(56)
         .build_cartesian_2d(0f64..end, 0i64..max_rv + max_rv / 20 + 1)
-        .map_err(draw_error)?;
+        .map_err(draw_error("the timeline"))?;
     chart
         .configure_mesh()
         .x_desc("seconds")
         .y_desc("resourceVersion")
         .light_line_style(WHITE)
         .draw()
-        .map_err(draw_error)?;
+        .map_err(draw_error("the timeline"))?;
 
     // Faults first, behind everything.
     for (i, (at, what)) in data.faults.iter().enumerate() {
@@ -72,14 +62,14 @@ pub fn write(path: &Path, data: &TimelineData) -> anyhow::Result<()> {
         let row = i64::try_from(i % 3).unwrap_or(0);
         chart
             .draw_series(LineSeries::new([(x, 0), (x, max_rv)], RGBColor(200, 60, 60).mix(0.5).stroke_width(1)))
-            .map_err(draw_error)?;
+            .map_err(draw_error("the timeline"))?;
         chart
             .draw_series(std::iter::once(Text::new(
                 what.clone(),
                 (x, max_rv + max_rv / 40 - row * (max_rv / 25)),
                 ("sans-serif", 11).into_font().color(&RGBColor(160, 40, 40)),
             )))
-            .map_err(draw_error)?;
+            .map_err(draw_error("the timeline"))?;
     }
     if !data.storage.is_empty() {
         chart
@@ -87,7 +77,7 @@ pub fn write(path: &Path, data: &TimelineData) -> anyhow::Result<()> {
                 data.storage.iter().map(|(t, rv)| (*t as f64 / 1000.0, *rv)),
                 RGBColor(170, 170, 170).stroke_width(3),
             ))
-            .map_err(draw_error)?
+            .map_err(draw_error("the timeline"))?
             .label("storage")
             .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], RGBColor(170, 170, 170).stroke_width(3)));
     }
@@ -114,7 +104,7 @@ pub fn write(path: &Path, data: &TimelineData) -> anyhow::Result<()> {
         }
         chart
             .draw_series(LineSeries::new(reached, colour.stroke_width(1)))
-            .map_err(draw_error)?
+            .map_err(draw_error("the timeline"))?
             .label(client.id.clone())
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], colour.stroke_width(2)));
         chart
@@ -124,7 +114,7 @@ pub fn write(path: &Path, data: &TimelineData) -> anyhow::Result<()> {
                 }
                 ListResult::Failed { .. } => None,
             }))
-            .map_err(draw_error)?;
+            .map_err(draw_error("the timeline"))?;
         chart
             .draw_series(client.watches.iter().filter_map(|w| {
                 let ended = w.ended_ms?;
@@ -133,7 +123,7 @@ pub fn write(path: &Path, data: &TimelineData) -> anyhow::Result<()> {
                     w.deliveries.iter().rev().find_map(rv_of).or_else(|| w.request.resource_version.parse().ok())?;
                 Some(Cross::new((ended as f64 / 1000.0, rv), 4, colour.stroke_width(1)))
             }))
-            .map_err(draw_error)?;
+            .map_err(draw_error("the timeline"))?;
     }
     chart
         .configure_series_labels()
@@ -141,8 +131,8 @@ pub fn write(path: &Path, data: &TimelineData) -> anyhow::Result<()> {
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.3))
         .draw()
-        .map_err(draw_error)?;
-    root.present().map_err(draw_error).with_context(|| format!("writing {}", path.display()))?;
+        .map_err(draw_error("the timeline"))?;
+    root.present().map_err(draw_error("the timeline")).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
@@ -153,8 +143,4 @@ fn rv_of(delivery: &Delivery) -> Option<i64> {
         }
         Delivery::Error { .. } => None,
     }
-}
-
-fn draw_error<E: std::fmt::Display>(e: E) -> anyhow::Error {
-    anyhow::anyhow!("drawing the timeline: {e}")
 }
