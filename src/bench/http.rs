@@ -20,8 +20,12 @@ pub struct HttpConnection {
 
 impl HttpConnection {
     pub async fn connect(addr: SocketAddr) -> anyhow::Result<HttpConnection> {
-        let stream = tokio::net::TcpStream::connect(addr).await.with_context(|| format!("connecting to {addr}"))?;
-        stream.set_nodelay(true)?;
+        HttpConnection::connect_numbered(addr, 0).await
+    }
+
+    /// Connects the `n`th of many connections to `addr`: see [`connect_tcp`].
+    pub async fn connect_numbered(addr: SocketAddr, n: usize) -> anyhow::Result<HttpConnection> {
+        let stream = connect_tcp(addr, n).await?;
         let (sender, connection) = hyper::client::conn::http1::Builder::new()
             .handshake(TokioIo::new(stream))
             .await
@@ -79,4 +83,27 @@ pub fn encode_query_value(value: &str) -> String {
         }
     }
     out
+}
+
+/// Connections per loopback source address: below the 28,232 ephemeral ports of Linux's
+/// default `ip_local_port_range`.
+const CONNECTIONS_PER_SOURCE: usize = 20_000;
+
+/// Opens the `n`th of many TCP connections to `addr` (no delay). One source address has only
+/// so many ephemeral ports for one destination, so past [`CONNECTIONS_PER_SOURCE`] loopback
+/// connections the `n`th is bound to `127.0.0.{1 + n / CONNECTIONS_PER_SOURCE}` (all of
+/// 127/8 is loopback on Linux): how `bench watchers` reaches 100,000 HTTP/1.1 watchers.
+pub async fn connect_tcp(addr: SocketAddr, n: usize) -> anyhow::Result<tokio::net::TcpStream> {
+    let stream = match addr {
+        SocketAddr::V4(v4) if v4.ip().is_loopback() && n >= CONNECTIONS_PER_SOURCE => {
+            let host = u8::try_from(1 + n / CONNECTIONS_PER_SOURCE).context("too many connections for 127/8")?;
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind(SocketAddr::from(([127, 0, 0, host], 0)))?;
+            socket.connect(addr).await
+        }
+        _ => tokio::net::TcpStream::connect(addr).await,
+    }
+    .with_context(|| format!("connecting to {addr}"))?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
 }

@@ -12,6 +12,7 @@
 //! * `bench list` ([`list`]): creates N pods, then times full LISTs (from the cache, consistent,
 //!   and paged as kubectl pages).
 //! * `bench startup` ([`startup`]): exec to a ready `/readyz`, on an empty or filled store.
+//! * `bench watchers` ([`watchers`]): what idle watchers cost the server, as bytes per watcher.
 //!
 //! The pieces they share: [`http`] (one HTTP/1.1 connection on hyper's low-level client),
 //! [`transport`] and [`decode`] (how watch bytes arrive and how events are cut out of them; a
@@ -32,6 +33,7 @@ mod rv_log;
 mod server;
 mod startup;
 mod transport;
+mod watchers;
 
 use std::time::Duration;
 
@@ -54,6 +56,8 @@ enum BenchCommand {
     List(list::ListArgs),
     /// Time `listwatch serve` from exec to a ready /readyz.
     Startup(startup::StartupArgs),
+    /// Idle watchers in steps (e.g. 10,000 then 100,000): server RSS per watcher, then one write all must get.
+    Watchers(watchers::WatchersArgs),
 }
 
 /// Where the server under test comes from (shared by every bench command).
@@ -81,6 +85,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Create(args) => create::run(args).await,
         BenchCommand::List(args) => list::run(args).await,
         BenchCommand::Startup(args) => startup::run(args).await,
+        BenchCommand::Watchers(args) => watchers::run(args).await,
     }
 }
 

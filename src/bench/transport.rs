@@ -17,7 +17,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde::Serialize;
 
-use super::http::HttpConnection;
+use super::http::{HttpConnection, connect_tcp};
 
 /// `--transport`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
@@ -59,6 +59,8 @@ pub struct Connector {
     encoding: WireEncoding,
     addr: SocketAddr,
     streams_per_connection: usize,
+    /// Connections opened so far (their source address depends on it: [`connect_tcp`]).
+    opened: std::sync::atomic::AtomicUsize,
     /// HTTP/2 connections and how many watches each carries.
     http2: tokio::sync::Mutex<Vec<(hyper::client::conn::http2::SendRequest<Empty<Bytes>>, usize)>>,
 }
@@ -95,6 +97,7 @@ impl Connector {
             encoding,
             addr,
             streams_per_connection: streams_per_connection.max(1),
+            opened: std::sync::atomic::AtomicUsize::new(0),
             http2: tokio::sync::Mutex::new(Vec::new()),
         }
     }
@@ -103,7 +106,7 @@ impl Connector {
     pub async fn open(&self, path: &str) -> anyhow::Result<Opened> {
         match self.transport {
             Transport::Http1 => {
-                let mut connection = HttpConnection::connect(self.addr).await?;
+                let mut connection = HttpConnection::connect_numbered(self.addr, self.next_number()).await?;
                 let response = connection.send(Method::GET, path, self.encoding.accept(), None).await?;
                 Ok(opened(response, Some(connection)).await)
             }
@@ -121,8 +124,7 @@ impl Connector {
                 let mut request = format!("ws://{}{path}", self.addr).into_client_request()?;
                 request.headers_mut().insert("Origin", HeaderValue::from_static("http://listwatch-bench"));
                 request.headers_mut().insert(http::header::ACCEPT, HeaderValue::from_static(self.encoding.accept()));
-                let stream = tokio::net::TcpStream::connect(self.addr).await?;
-                stream.set_nodelay(true)?;
+                let stream = connect_tcp(self.addr, self.next_number()).await?;
                 match tokio_tungstenite::client_async(request, stream).await {
                     Ok((socket, _)) => Ok(Opened::Streaming(WatchStream::WebSocket {
                         socket: Box::new(socket),
@@ -138,6 +140,10 @@ impl Connector {
         }
     }
 
+    fn next_number(&self) -> usize {
+        self.opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// A connection with room for one more stream (a new one when all are full).
     async fn http2_sender(&self) -> anyhow::Result<hyper::client::conn::http2::SendRequest<Empty<Bytes>>> {
         let mut pool = self.http2.lock().await;
@@ -148,8 +154,7 @@ impl Connector {
             *streams += 1;
             return Ok(sender.clone());
         }
-        let stream = tokio::net::TcpStream::connect(self.addr).await?;
-        stream.set_nodelay(true)?;
+        let stream = connect_tcp(self.addr, self.next_number()).await?;
         let (sender, connection) = hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
             .initial_stream_window_size(1 << 20)
             .initial_connection_window_size(16 << 20)

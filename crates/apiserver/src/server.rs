@@ -85,7 +85,12 @@ pub async fn serve(
                 let (state, limits) = (state.clone(), limits.clone());
                 let service = hyper::service::service_fn(move |req| {
                     let (state, limits) = (state.clone(), limits.clone());
-                    async move { crate::transport::limits::admit_then(&limits, req, |req| crate::handlers::handle(state, req)).await }
+                    // Boxed: the handler's future is ~7 KB, and hyper keeps the space of an
+                    // inline one for as long as the request lives (a watch: for hours), where
+                    // a box is freed once the response head is out. ~7 KB less per watcher.
+                    Box::pin(async move {
+                        crate::transport::limits::admit_then(&limits, req, |req| crate::handlers::handle(state, req)).await
+                    })
                 });
                 tokio::spawn(crate::transport::conn::serve(
                     stream,
