@@ -14,6 +14,7 @@
 mod media;
 mod protobuf;
 mod table;
+pub mod yaml;
 
 pub use media::{IncludeObject, MediaType, Negotiated, Output, Wire, has_schema, negotiate, negotiate_stream};
 
@@ -52,8 +53,10 @@ impl Encoder {
 
     /// One object, as a GET answers it.
     pub fn object(&self, object: &Object) -> Bytes {
-        if self.media.wire == Wire::Protobuf {
-            return protobuf::object(self.resource, object);
+        match self.media.wire {
+            Wire::Protobuf => return protobuf::object(self.resource, object),
+            Wire::Yaml => return yaml::from_json(&self.as_json().object(object)),
+            Wire::Json => {}
         }
         match &self.media.output {
             Output::Object => object.json().clone(),
@@ -74,8 +77,21 @@ impl Encoder {
         continue_token: Option<&str>,
         remaining: Option<i64>,
     ) -> EncodedList {
-        if self.media.wire == Wire::Protobuf {
-            return EncodedList::One(protobuf::list(self.resource, items, resource_version, continue_token, remaining));
+        match self.media.wire {
+            Wire::Protobuf => {
+                return EncodedList::One(protobuf::list(
+                    self.resource,
+                    items,
+                    resource_version,
+                    continue_token,
+                    remaining,
+                ));
+            }
+            Wire::Yaml => {
+                let json = self.as_json().list(items, resource_version, continue_token, remaining).concat();
+                return EncodedList::One(yaml::from_json(&json));
+            }
+            Wire::Json => {}
         }
         let meta = list_meta(resource_version, continue_token, remaining);
         match &self.media.output {
@@ -120,6 +136,11 @@ impl Encoder {
     /// `Content-Type` of responses in this representation.
     pub fn content_type(&self) -> &'static str {
         self.media.content_type()
+    }
+
+    /// The same representation in JSON (what YAML is converted from).
+    fn as_json(&self) -> Encoder {
+        Encoder::new(self.resource, MediaType { wire: Wire::Json, ..self.media })
     }
 }
 
@@ -210,7 +231,8 @@ impl EventEncoder {
     /// Appends the wire form of `event` to `out` as pieces.
     pub fn event(&mut self, event: &WatchEvent, out: &mut Vec<Bytes>) {
         match self.encoder.media.wire {
-            Wire::Json => self.json_event(event, out),
+            // Watches never negotiate YAML.
+            Wire::Json | Wire::Yaml => self.json_event(event, out),
             Wire::Protobuf => protobuf::watch_event(self.encoder.resource, event, out),
         }
     }

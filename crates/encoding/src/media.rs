@@ -16,6 +16,8 @@ pub enum Wire {
     /// Kubernetes protobuf (`application/vnd.kubernetes.protobuf`), for built-in kinds with a
     /// schema.
     Protobuf,
+    /// YAML (`application/yaml`): the JSON converted (`yaml.rs`); never for watches.
+    Yaml,
 }
 
 /// What a Table row carries as its object (`includeObject`).
@@ -97,13 +99,14 @@ impl MediaType {
                 "application/json;as=PartialObjectMetadataList;v=v1beta1;g=meta.k8s.io"
             }
             (Wire::Protobuf, _) => "application/vnd.kubernetes.protobuf",
+            (Wire::Yaml, _) => "application/yaml",
         }
     }
 
     /// `Content-Type` of a watch stream (JSON: exactly `application/json`).
     pub fn stream_content_type(&self) -> &'static str {
         match self.wire {
-            Wire::Json => "application/json",
+            Wire::Json | Wire::Yaml => "application/json",
             Wire::Protobuf => "application/vnd.kubernetes.protobuf;stream=watch",
         }
     }
@@ -194,6 +197,7 @@ fn acceptable(range: &Range, resource: &Resource, target: Target) -> Option<Medi
     let wire = match (range.type_, range.subtype) {
         ("application", "json" | "*") | ("*", "*") => Wire::Json,
         ("application", "vnd.kubernetes.protobuf") if has_schema(resource) => Wire::Protobuf,
+        ("application", "yaml") if target != Target::Watch => Wire::Yaml,
         _ => return None,
     };
     let param = |name: &str| range.params.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);

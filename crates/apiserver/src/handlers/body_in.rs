@@ -142,11 +142,17 @@ fn parse_media_type(header: &str) -> Option<String> {
 /// Decodes an object body for `resource` (JSON; 415 for types no serializer reads): see
 /// [`parse_object`].
 pub fn decode_object(headers: &HeaderMap, body: &[u8], resource: &Resource) -> Result<Map<String, Value>, ApiError> {
-    if input_media_type(headers)? != "application/json" {
-        // YAML bodies are not read yet.
-        return Err(ApiError::unsupported_media_type());
+    match input_media_type(headers)? {
+        "application/json" => parse_object(body, resource),
+        // kube converts YAML to JSON and decodes that; a YAML error is a 400 (the detail is
+        // our YAML parser's words, not Go's).
+        "application/yaml" => match listwatch_encoding::yaml::to_json(body) {
+            Ok(json) => parse_object(&json, resource),
+            Err(e) => Err(ApiError::bad_request(format!("error converting YAML to JSON: {e}"))),
+        },
+        // Protobuf bodies are not read.
+        _ => Err(ApiError::unsupported_media_type()),
     }
-    parse_object(body, resource)
 }
 
 /// kube's `summarizeData(body, 30)`: what a decode error quotes of the body (its first 30

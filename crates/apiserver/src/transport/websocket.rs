@@ -200,7 +200,7 @@ impl Framing for Messages {
             let event = listwatch_encoding::join(&pieces[start..end]);
             start = end;
             messages.push(match self.wire {
-                Wire::Json => Message::Text(Utf8Bytes::try_from(event).ok()?),
+                Wire::Json | Wire::Yaml => Message::Text(Utf8Bytes::try_from(event).ok()?),
                 Wire::Protobuf => Message::Binary(event.slice(4..)),
             });
         }

@@ -23,7 +23,6 @@ fn raw_post(body: &[u8]) -> Request {
 }
 
 /// YAML request bodies come with the CRD and server-side-apply work (issue 16).
-const YAML_LATER: &str = "YAML request bodies are not read yet (415)";
 
 pub fn rows() -> Vec<Case> {
     let dry = format!("{}?dryRun=All", cms());
@@ -205,15 +204,13 @@ pub fn rows() -> Vec<Case> {
             "YAML body (dry run)",
             Request::new("POST", &dry).content_type("application/yaml").body("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\n"),
             ok(201).json_at("/metadata/name", json!("from-yaml")),
-        )
-        .known_difference(YAML_LATER, Expect::status(415, "UnsupportedMediaType")),
+        ),
         Case::new(
             CLASS,
             "malformed YAML",
             Request::new("POST", cms()).content_type("application/yaml").body("a: b: c"),
             Expect::status(400, "BadRequest").msg_has("error converting YAML to JSON"),
-        )
-        .known_difference(YAML_LATER, Expect::status(415, "UnsupportedMediaType")),
+        ),
         // No Content-Type: the first serializer (JSON) is used.
         Case::new(
             CLASS,

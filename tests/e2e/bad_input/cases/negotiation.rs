@@ -56,6 +56,19 @@ pub fn rows<'a>(victims: &mut impl Iterator<Item = &'a Value>) -> Vec<Case> {
             ),
         ),
         Case::new(CLASS, "Accept */*", Request::new("GET", cm1()).accept("*/*"), Expect::code(200).json_at("/kind", json!("ConfigMap"))),
+        // YAML: the JSON converted, keys sorted, one document.
+        Case::new(
+            CLASS,
+            "GET accepting only YAML",
+            Request::new("GET", cm1()).accept("application/yaml"),
+            Expect::code(200).header("Content-Type", "application/yaml").body_has("apiVersion: v1\n").body_has("kind: ConfigMap\n"),
+        ),
+        Case::new(
+            CLASS,
+            "LIST accepting only YAML",
+            Request::new("GET", cms()).accept("application/yaml"),
+            Expect::code(200).header("Content-Type", "application/yaml").body_has("kind: ConfigMapList\n"),
+        ),
         Case::new(
             CLASS,
             "Accept listing an unserved type first",
