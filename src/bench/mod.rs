@@ -13,6 +13,10 @@
 //!   and paged as kubectl pages).
 //! * `bench startup` ([`startup`]): exec to a ready `/readyz`, on an empty or filled store.
 //!
+//! Reference rows for comparisons: [`raw`] (a broadcaster with no HTTP or JSON on the watch
+//! path, the machine's ceiling; hidden `bench raw-broadcaster`) and [`etcd_direct`] (the same
+//! watchers and writes straight on etcd; hidden `bench etcd-direct`).
+//!
 //! The pieces they share: [`http`] (one HTTP/1.1 connection on hyper's low-level client),
 //! [`transport`] and [`decode`] (how watch bytes arrive and how events are cut out of them; a
 //! new transport or encoding is a new variant there, nothing else changes), [`objects`] (the
@@ -22,10 +26,12 @@
 mod compare;
 mod create;
 mod decode;
+mod etcd_direct;
 mod fanout;
 mod http;
 mod list;
 mod objects;
+mod raw;
 mod report;
 mod rv_log;
 mod server;
@@ -53,6 +59,12 @@ enum BenchCommand {
     List(list::ListArgs),
     /// Time `listwatch serve` from exec to a ready /readyz.
     Startup(startup::StartupArgs),
+    /// The raw ceiling's broadcaster process (started by the benches; prints `listening on ADDR`).
+    #[command(hide = true)]
+    RawBroadcaster(raw::RawBroadcasterArgs),
+    /// The fan-out bench's watchers and writes straight on etcd; prints the row.
+    #[command(hide = true)]
+    EtcdDirect(etcd_direct::EtcdDirectArgs),
 }
 
 /// Where the server under test comes from (shared by every bench command).
@@ -70,6 +82,10 @@ pub struct ServerArgs {
     /// Extra argument for the started `listwatch serve` (repeat it), e.g. `--serve-arg=--watcher-queue=1000`.
     #[arg(long, allow_hyphen_values = true, conflicts_with = "server")]
     serve_arg: Vec<String>,
+    /// Measure the raw broadcaster instead of listwatch: the machine's ceiling, with no HTTP or
+    /// JSON work on the watch path (`bench fanout --transport raw`).
+    #[arg(long, conflicts_with_all = ["server", "etcd", "serve_arg"])]
+    raw_broadcaster: bool,
 }
 
 /// Runs a bench command on the current (multi-threaded) runtime.
@@ -80,6 +96,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Create(args) => create::run(args).await,
         BenchCommand::List(args) => list::run(args).await,
         BenchCommand::Startup(args) => startup::run(args).await,
+        BenchCommand::RawBroadcaster(args) => raw::serve(args).await,
+        BenchCommand::EtcdDirect(args) => etcd_direct::run_command(args).await,
     }
 }
 
