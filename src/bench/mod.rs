@@ -83,8 +83,9 @@ pub struct ServerArgs {
     #[arg(long, allow_hyphen_values = true, conflicts_with = "server")]
     serve_arg: Vec<String>,
     /// Measure the raw broadcaster instead of listwatch: the machine's ceiling, with no HTTP or
-    /// JSON work on the watch path (`bench fanout --transport raw`).
-    #[arg(long, conflicts_with_all = ["server", "etcd", "serve_arg"])]
+    /// JSON work on the watch path (`bench fanout --transport raw`). Of the --serve-arg flags it
+    /// takes `--watcher-queue=N`.
+    #[arg(long, conflicts_with_all = ["server", "etcd"])]
     raw_broadcaster: bool,
 }
 

@@ -396,11 +396,13 @@ pub struct RawBroadcaster {
 }
 
 impl RawBroadcaster {
-    /// Starts `listwatch bench raw-broadcaster --listen 127.0.0.1:0` and reads its address.
-    pub async fn start() -> anyhow::Result<RawBroadcaster> {
+    /// Starts `listwatch bench raw-broadcaster --listen 127.0.0.1:0` with more `flags` (none,
+    /// or `--watcher-queue=N`, the one it shares with `listwatch serve`) and reads its address.
+    pub async fn start(flags: &[String]) -> anyhow::Result<RawBroadcaster> {
         let exe = std::env::current_exe().context("finding this executable")?;
         let mut child = tokio::process::Command::new(exe)
             .args(["bench", "raw-broadcaster", "--listen", "127.0.0.1:0", "--exit-on-stdin-eof"])
+            .args(flags)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)

@@ -51,7 +51,7 @@ impl ServerUnderTest {
     /// answers 200.
     pub async fn start(args: &ServerArgs) -> anyhow::Result<ServerUnderTest> {
         if args.raw_broadcaster {
-            return Self::raw_broadcaster().await;
+            return Self::raw_broadcaster(&args.serve_arg).await;
         }
         let Some(url) = &args.server else { return Self::spawn(args).await };
         let url = url.trim_end_matches('/').to_string();
@@ -102,10 +102,11 @@ impl ServerUnderTest {
         Ok(ServerUnderTest { url, addr, pid: Some(pid), backend, etcd_prefix, child: Some(child), raw: None })
     }
 
-    /// Starts a raw broadcaster ([`super::raw`]) as the server: writes go to its address over
-    /// HTTP as to listwatch's, watches to the same address with [`super::transport::Transport::Raw`].
-    pub async fn raw_broadcaster() -> anyhow::Result<ServerUnderTest> {
-        let raw = RawBroadcaster::start().await?;
+    /// Starts a raw broadcaster ([`super::raw`]) as the server, with these flags (of `listwatch
+    /// serve`'s, it knows `--watcher-queue`): writes go to its address over HTTP as to
+    /// listwatch's, watches to the same address with [`super::transport::Transport::Raw`].
+    pub async fn raw_broadcaster(flags: &[String]) -> anyhow::Result<ServerUnderTest> {
+        let raw = RawBroadcaster::start(flags).await?;
         Ok(ServerUnderTest {
             url: format!("http://{}", raw.addr),
             addr: raw.addr,
