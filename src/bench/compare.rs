@@ -29,6 +29,7 @@ use clap::ValueEnum;
 use serde::Serialize;
 
 use super::ServerArgs;
+use super::etcd_direct::{self, DirectPlan, PrivateEtcd};
 use super::fanout::{self, FanoutArgs, FanoutResult};
 use super::report::{self, LatencySummary};
 use super::server::ServerUnderTest;
@@ -149,18 +150,17 @@ fn choice<T: ValueEnum>(key: &str) -> impl Fn(&str) -> anyhow::Result<T> + '_ {
 struct Etcd {
     endpoints: String,
     pid: Option<u32>,
-    _private: Option<listwatch_testkit::etcd::EtcdProcess>,
+    _private: Option<PrivateEtcd>,
 }
 
 impl Etcd {
-    async fn for_run(args: &ServerArgs) -> Etcd {
+    async fn for_run(args: &ServerArgs) -> anyhow::Result<Etcd> {
         if let Some(endpoints) = &args.etcd {
-            return Etcd { endpoints: endpoints.clone(), pid: None, _private: None };
+            return Ok(Etcd { endpoints: endpoints.clone(), pid: None, _private: None });
         }
-        let process =
-            listwatch_testkit::etcd::EtcdProcess::start(listwatch_testkit::etcd::EtcdProcessOptions::default()).await;
-        eprintln!("bench: started a private etcd at {} (pid {:?})", process.endpoint(), process.pid());
-        Etcd { endpoints: process.endpoint().to_string(), pid: process.pid(), _private: Some(process) }
+        let private = PrivateEtcd::start().await?;
+        eprintln!("bench: started a private etcd at {} (pid {:?})", private.endpoint(), private.pid());
+        Ok(Etcd { endpoints: private.endpoint().to_string(), pid: private.pid(), _private: Some(private) })
     }
 }
 
@@ -175,7 +175,7 @@ struct CompareResult {
 pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
     let sweep = Sweep::parse(&args.sweep)?;
     let points = sweep.points(&args);
-    let etcd = if args.compare { Some(Etcd::for_run(&args.server).await) } else { None };
+    let etcd = if args.compare { Some(Etcd::for_run(&args.server).await?) } else { None };
     let mut rows = Vec::new();
     for (i, point) in points.iter().enumerate() {
         eprintln!(
@@ -211,15 +211,9 @@ async fn compare_point(point: &FanoutArgs, etcd: &Etcd) -> anyhow::Result<Vec<Ro
     let on_etcd = ServerArgs { etcd: Some(etcd.endpoints.clone()), ..point.server.clone() };
     let mut uncached = on_etcd.clone();
     uncached.serve_arg.push("--watch-cache=false".into());
-    Ok(vec![
-        fanout_row(
-            "listwatch",
-            point,
-            &ServerArgs { etcd: None, ..point.server.clone() },
-            None,
-            "embedded store".into(),
-        )
-        .await?,
+    let embedded = ServerArgs { etcd: None, ..point.server.clone() };
+    let mut rows = vec![
+        fanout_row("listwatch", point, &embedded, None, "embedded store".into()).await?,
         fanout_row("listwatch-etcd", point, &on_etcd, etcd.pid, format!("etcd {}", etcd.endpoints)).await?,
         fanout_row(
             "listwatch-uncached",
@@ -229,7 +223,36 @@ async fn compare_point(point: &FanoutArgs, etcd: &Etcd) -> anyhow::Result<Vec<Ro
             "--watch-cache=false: one etcd watch per client watch".into(),
         )
         .await?,
-    ])
+    ];
+    let direct = DirectPlan {
+        endpoint: etcd.endpoints.split(',').next().unwrap_or_default().to_string(),
+        etcd_pid: etcd.pid,
+        watchers: point.watchers,
+        watchers_per_connection: 100,
+        writes_per_sec: point.writes_per_sec,
+        duration: point.duration,
+        object_bytes: point.object_size,
+        write_connections: point.write_connections,
+        objects_per_connection: point.objects_per_connection,
+        drain_timeout: point.drain_timeout,
+    };
+    let mut etcd_row = etcd_direct::run(&direct).await?;
+    (etcd_row.transport, etcd_row.encoding) = (point.transport, point.encoding);
+    rows.push(etcd_row);
+    // The raw broadcaster speaks only its own transport, JSON lines.
+    let raw_point = FanoutArgs { transport: Transport::Raw, encoding: WireEncoding::Json, ..point.clone() };
+    let raw_server = ServerArgs { raw_broadcaster: true, etcd: None, ..point.server.clone() };
+    let mut raw_row = fanout_row(
+        "raw-ceiling",
+        &raw_point,
+        &raw_server,
+        None,
+        "one pre-serialized copy of each event written to every socket, no HTTP".into(),
+    )
+    .await?;
+    (raw_row.transport, raw_row.encoding) = (point.transport, point.encoding);
+    rows.push(raw_row);
+    Ok(rows)
 }
 
 /// Starts a server as `server` says, runs the fan-out on it, and stops it.

@@ -115,7 +115,7 @@ pub enum WriteRate {
     PerSecond(f64),
 }
 
-fn parse_rate(text: &str) -> Result<WriteRate, String> {
+pub(super) fn parse_rate(text: &str) -> Result<WriteRate, String> {
     if text.eq_ignore_ascii_case("max") {
         return Ok(WriteRate::Max);
     }

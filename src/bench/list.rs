@@ -10,11 +10,19 @@
 //! Each is repeated `--repeat` times on one connection. The body is streamed and counted, not
 //! kept: bytes, items (`{"metadata":{` starts every item), seconds. The server's peak RSS is
 //! reset after the creates (where the kernel allows it) so it shows what the LISTs cost.
+//!
+//! `--compare` puts the cache's LIST next to etcd's: the same pods read straight from etcd
+//! with one (linearizable) range read of the prefix the server stores them under
+//! (`<--etcd-prefix>/pods/`), as an uncached apiserver's LIST starts. For that the server runs
+//! on etcd: `--etcd`, or else a private etcd started for the run. Both are timed `--repeat`
+//! times; p50 and p99 (nearest rank: with few repeats, p99 is the slowest) and the ratio are
+//! printed and kept in the result file. KEP-2340 measured 20-50× lower LIST latency from the
+//! cache: the ratio to beat.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use clap::Args;
 use http::Method;
 use http_body_util::BodyExt;
@@ -23,6 +31,7 @@ use serde::Serialize;
 use super::ServerArgs;
 use super::create::{CreateOutcome, create_pods, print_usage};
 use super::decode::{StreamCounter, list_meta_string};
+use super::etcd_direct::PrivateEtcd;
 use super::http::{HttpConnection, encode_query_value};
 use super::objects;
 use super::report;
@@ -48,6 +57,10 @@ pub struct ListArgs {
     /// Namespace to create the pods in (the LISTs are of all namespaces).
     #[arg(long, default_value = "default")]
     namespace: String,
+    /// Also time the same pods read straight from etcd (one range read) next to the cache's
+    /// LIST; runs the server on etcd (--etcd, else a private etcd started for the run).
+    #[arg(long, conflicts_with = "server")]
+    compare: bool,
     /// Write the result as JSON here.
     #[arg(long)]
     output: Option<PathBuf>,
@@ -118,6 +131,83 @@ struct ListResult {
     bench_cpu_seconds_lists: Option<f64>,
     /// What other processes used during the LISTs (should be near 0).
     other_cpu_seconds_lists: Option<f64>,
+    /// `--compare`: the cache's LIST next to etcd's range read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compare: Option<ListComparison>,
+}
+
+/// The watch cache's full LIST (`resourceVersion=0`) against one etcd range read of the same
+/// pods.
+#[derive(Serialize)]
+struct ListComparison {
+    etcd_endpoints: String,
+    /// The key prefix read (`<etcd prefix>/pods/`).
+    etcd_key_prefix: String,
+    cache_p50_seconds: f64,
+    cache_p99_seconds: f64,
+    etcd_p50_seconds: f64,
+    etcd_p99_seconds: f64,
+    /// etcd's p50 / the cache's p50: how many times faster the cache is (target ≥ 20).
+    cache_speedup_p50: f64,
+    cache_speedup_p99: f64,
+    cache_items: u64,
+    cache_bytes: u64,
+    etcd_items: u64,
+    /// Keys and values of the range response.
+    etcd_bytes: u64,
+    etcd_runs_seconds: Vec<f64>,
+}
+
+/// The `q` quantile of `samples` (nearest rank).
+fn quantile(samples: &[f64], q: f64) -> f64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len().max(1));
+    sorted.get(rank - 1).copied().unwrap_or(0.0)
+}
+
+/// Times `repeat` range reads of `prefix` on etcd, next to the cache LIST's runs.
+async fn compare_with_etcd(
+    endpoints: &str,
+    prefix: String,
+    cache: &ListSummary,
+    repeat: usize,
+) -> anyhow::Result<ListComparison> {
+    let endpoints_list: Vec<&str> = endpoints.split(',').map(str::trim).filter(|e| !e.is_empty()).collect();
+    let client = etcd_client::Client::connect(&endpoints_list, None)
+        .await
+        .with_context(|| format!("connecting to etcd at {endpoints}"))?;
+    let mut kv = client.kv_client().max_decoding_message_size(i32::MAX as usize);
+    let (mut runs, mut items, mut bytes) = (Vec::new(), 0, 0);
+    for _ in 0..repeat.max(1) {
+        let started = Instant::now();
+        let response = kv
+            .get(prefix.as_str(), Some(etcd_client::GetOptions::new().with_prefix()))
+            .await
+            .with_context(|| format!("reading {prefix} from etcd"))?;
+        runs.push(started.elapsed().as_secs_f64());
+        items = response.kvs().len() as u64;
+        bytes = response.kvs().iter().map(|kv| (kv.key().len() + kv.value().len()) as u64).sum();
+    }
+    let cache_runs: Vec<f64> = cache.runs.iter().map(|r| r.seconds).collect();
+    let last = cache.runs.last().expect("at least one run");
+    let (cache_p50, cache_p99) = (quantile(&cache_runs, 0.50), quantile(&cache_runs, 0.99));
+    let (etcd_p50, etcd_p99) = (quantile(&runs, 0.50), quantile(&runs, 0.99));
+    Ok(ListComparison {
+        etcd_endpoints: endpoints.to_string(),
+        etcd_key_prefix: prefix,
+        cache_p50_seconds: cache_p50,
+        cache_p99_seconds: cache_p99,
+        etcd_p50_seconds: etcd_p50,
+        etcd_p99_seconds: etcd_p99,
+        cache_speedup_p50: etcd_p50 / cache_p50,
+        cache_speedup_p99: etcd_p99 / cache_p99,
+        cache_items: last.items,
+        cache_bytes: last.bytes,
+        etcd_items: items,
+        etcd_bytes: bytes,
+        etcd_runs_seconds: runs,
+    })
 }
 
 /// Streams one response body, counting bytes and items, keeping the start (for ListMeta).
@@ -164,7 +254,16 @@ async fn timed_list(connection: &mut HttpConnection, kind: ListKind) -> anyhow::
 }
 
 pub async fn run(args: ListArgs) -> anyhow::Result<()> {
-    let server = ServerUnderTest::start(&args.server).await?;
+    let mut server_args = args.server.clone();
+    // Declared before the server: dropped after it.
+    let private_etcd = match (args.compare, &server_args.etcd) {
+        (true, None) => Some(PrivateEtcd::start().await?),
+        _ => None,
+    };
+    if let Some(etcd) = &private_etcd {
+        server_args.etcd = Some(etcd.endpoint().to_string());
+    }
+    let server = ServerUnderTest::start(&server_args).await?;
     let prefix = format!("bench-{}", objects::run_tag());
     eprintln!("bench: creating {} pods", args.objects);
     let create =
@@ -218,6 +317,16 @@ pub async fn run(args: ListArgs) -> anyhow::Result<()> {
     let (server_after, self_after, machine_after) = (server.usage(), ProcessUsage::of_self(), machine_busy_seconds());
     let server_cpu_seconds_lists = cpu_between(server_before, server_after);
     let bench_cpu_seconds_lists = cpu_between(self_before, self_after);
+    let compare = match (&server_args.etcd, &server.etcd_prefix) {
+        (Some(endpoints), Some(root)) if args.compare => {
+            let prefix = format!("{}/pods/", root.trim_end_matches('/'));
+            let cache = lists.iter().find(|l| l.kind == ListKind::Cache.name()).expect("the cache LIST ran");
+            let comparison = compare_with_etcd(endpoints, prefix, cache, args.repeat).await?;
+            print_comparison(&comparison);
+            Some(comparison)
+        }
+        _ => None,
+    };
     let result = ListResult {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         server: server.url.clone(),
@@ -237,6 +346,7 @@ pub async fn run(args: ListArgs) -> anyhow::Result<()> {
             server_cpu_seconds_lists,
             bench_cpu_seconds_lists,
         ),
+        compare,
     };
     println!(
         "server peak RSS: {} after the creates, {} during the LISTs{}",
@@ -255,5 +365,30 @@ pub async fn run(args: ListArgs) -> anyhow::Result<()> {
         report::write_json(path, &result)?;
     }
     server.stop().await;
+    drop(private_etcd);
     Ok(())
+}
+
+fn print_comparison(c: &ListComparison) {
+    println!(
+        "LIST from the watch cache (resourceVersion=0): p50 {:.3} s, p99 {:.3} s, {} items, {:.1} MiB",
+        c.cache_p50_seconds,
+        c.cache_p99_seconds,
+        c.cache_items,
+        report::mib(c.cache_bytes)
+    );
+    println!(
+        "range read of {} from etcd: p50 {:.3} s, p99 {:.3} s, {} items, {:.1} MiB",
+        c.etcd_key_prefix,
+        c.etcd_p50_seconds,
+        c.etcd_p99_seconds,
+        c.etcd_items,
+        report::mib(c.etcd_bytes)
+    );
+    println!(
+        "the cache is {:.1}x faster at p50, {:.1}x at p99 (target: at least 20x){}",
+        c.cache_speedup_p50,
+        c.cache_speedup_p99,
+        if c.cache_items == c.etcd_items { String::new() } else { "; NOTE: item counts differ".into() }
+    );
 }

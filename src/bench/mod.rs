@@ -14,6 +14,10 @@
 //! * `bench startup` ([`startup`]): exec to a ready `/readyz`, on an empty or filled store.
 //! * `bench watchers` ([`watchers`]): what idle watchers cost the server, as bytes per watcher.
 //!
+//! Reference rows for comparisons: [`raw`] (a broadcaster with no HTTP or JSON on the watch
+//! path, the machine's ceiling; hidden `bench raw-broadcaster`) and [`etcd_direct`] (the same
+//! watchers and writes straight on etcd; hidden `bench etcd-direct`).
+//!
 //! The pieces they share: [`http`] (one HTTP/1.1 connection on hyper's low-level client),
 //! [`transport`] and [`decode`] (how watch bytes arrive and how events are cut out of them; a
 //! new transport or encoding is a new variant there, nothing else changes), [`objects`] (the
@@ -23,11 +27,13 @@
 mod compare;
 mod create;
 mod decode;
+mod etcd_direct;
 mod fanout;
 mod http;
 mod list;
 mod objects;
 mod plot;
+mod raw;
 mod report;
 mod rv_log;
 mod server;
@@ -58,6 +64,12 @@ enum BenchCommand {
     Startup(startup::StartupArgs),
     /// Idle watchers in steps (e.g. 10,000 then 100,000): server RSS per watcher, then one write all must get.
     Watchers(watchers::WatchersArgs),
+    /// The raw ceiling's broadcaster process (started by the benches; prints `listening on ADDR`).
+    #[command(hide = true)]
+    RawBroadcaster(raw::RawBroadcasterArgs),
+    /// The fan-out bench's watchers and writes straight on etcd; prints the row.
+    #[command(hide = true)]
+    EtcdDirect(etcd_direct::EtcdDirectArgs),
 }
 
 /// Where the server under test comes from (shared by every bench command).
@@ -75,6 +87,11 @@ pub struct ServerArgs {
     /// Extra argument for the started `listwatch serve` (repeat it), e.g. `--serve-arg=--watcher-queue=1000`.
     #[arg(long, allow_hyphen_values = true, conflicts_with = "server")]
     pub(super) serve_arg: Vec<String>,
+    /// Measure the raw broadcaster instead of listwatch: the machine's ceiling, with no HTTP or
+    /// JSON work on the watch path (`bench fanout --transport raw`). Of the --serve-arg flags it
+    /// takes `--watcher-queue=N`.
+    #[arg(long, conflicts_with_all = ["server", "etcd"])]
+    pub(super) raw_broadcaster: bool,
 }
 
 /// Runs a bench command on the current (multi-threaded) runtime.
@@ -86,6 +103,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::List(args) => list::run(args).await,
         BenchCommand::Startup(args) => startup::run(args).await,
         BenchCommand::Watchers(args) => watchers::run(args).await,
+        BenchCommand::RawBroadcaster(args) => raw::serve(args).await,
+        BenchCommand::EtcdDirect(args) => etcd_direct::run_command(args).await,
     }
 }
 

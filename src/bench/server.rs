@@ -1,6 +1,7 @@
-//! The server under test: a `listwatch serve` child process started for the run, or a server
-//! given by URL; plus what the bench reads about a process from `/proc` (CPU seconds, peak
-//! RSS) and the open-files limit that a thousand connections need.
+//! The server under test: a `listwatch serve` child process started for the run, a server
+//! given by URL, or the raw broadcaster ([`super::raw`], the comparison's ceiling); plus what
+//! the bench reads about a process from `/proc` (CPU seconds, peak RSS) and the open-files
+//! limit that a thousand connections need.
 //!
 //! The child is this same executable (`std::env::current_exe()`), started through the tests'
 //! harness ([`listwatch_testkit::server`]) as `listwatch serve --ephemeral --compaction-interval
@@ -18,6 +19,7 @@ use listwatch_testkit::server::{Server, ServerBuilder, wait_until_ready};
 use serde::Serialize;
 
 use super::ServerArgs;
+use super::raw::RawBroadcaster;
 
 /// The tests' harness set up as the bench runs `listwatch serve`: this same executable, without
 /// the debug API, under the bench's own `RUST_LOG`.
@@ -35,14 +37,22 @@ pub struct ServerUnderTest {
     pub pid: Option<u32>,
     /// What it serves from, for the report.
     pub backend: String,
+    /// The key prefix a started server stores under in etcd (`--etcd`); pods are under
+    /// `<prefix>/pods/`.
+    pub etcd_prefix: Option<String>,
     /// The started child (`None` for a given server, and once stopped).
     child: Option<Server>,
+    /// The raw broadcaster, when that is what runs ([`ServerUnderTest::raw_broadcaster`]).
+    raw: Option<RawBroadcaster>,
 }
 
 impl ServerUnderTest {
     /// Starts a `listwatch serve` child (or connects to `--server`) and waits until `/readyz`
     /// answers 200.
     pub async fn start(args: &ServerArgs) -> anyhow::Result<ServerUnderTest> {
+        if args.raw_broadcaster {
+            return Self::raw_broadcaster(&args.serve_arg).await;
+        }
         let Some(url) = &args.server else { return Self::spawn(args).await };
         let url = url.trim_end_matches('/').to_string();
         let host_port = url.strip_prefix("http://").context("--server wants an http:// URL")?;
@@ -51,21 +61,30 @@ impl ServerUnderTest {
             .with_context(|| format!("resolving {host_port}"))?
             .next()
             .with_context(|| format!("{host_port} resolves to no address"))?;
-        let server = ServerUnderTest { url, addr, pid: args.server_pid, backend: "external".into(), child: None };
+        let server = ServerUnderTest {
+            url,
+            addr,
+            pid: args.server_pid,
+            backend: "external".into(),
+            etcd_prefix: None,
+            child: None,
+            raw: None,
+        };
         server.wait_ready(Duration::from_secs(120)).await?;
         Ok(server)
     }
 
     async fn spawn(args: &ServerArgs) -> anyhow::Result<ServerUnderTest> {
         let workdir = tempfile::Builder::new().prefix("listwatch-bench-").tempdir()?;
-        let (storage, backend) = match &args.etcd {
+        let (storage, backend, etcd_prefix) = match &args.etcd {
             Some(endpoints) => {
                 let millis = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis();
                 let prefix = format!("/listwatch-bench-{}-{millis}", std::process::id());
                 let described = format!("etcd {endpoints} (prefix {prefix})");
-                (vec!["--etcd".to_string(), endpoints.clone(), "--etcd-prefix".to_string(), prefix], described)
+                let flags = vec!["--etcd".to_string(), endpoints.clone(), "--etcd-prefix".to_string(), prefix.clone()];
+                (flags, described, Some(prefix))
             }
-            None => (vec!["--ephemeral".to_string()], "embedded store (ephemeral)".to_string()),
+            None => (vec!["--ephemeral".to_string()], "embedded store (ephemeral)".to_string(), None),
         };
         let child = harness()?
             .dir(workdir)
@@ -80,7 +99,23 @@ impl ServerUnderTest {
         let addr: SocketAddr = child.authority().parse().with_context(|| format!("the server reported {url}"))?;
         let pid = child.pid();
         eprintln!("bench: started `listwatch serve` (pid {pid}) on {addr} with the {backend}");
-        Ok(ServerUnderTest { url, addr, pid: Some(pid), backend, child: Some(child) })
+        Ok(ServerUnderTest { url, addr, pid: Some(pid), backend, etcd_prefix, child: Some(child), raw: None })
+    }
+
+    /// Starts a raw broadcaster ([`super::raw`]) as the server, with these flags (of `listwatch
+    /// serve`'s, it knows `--watcher-queue`): writes go to its address over HTTP as to
+    /// listwatch's, watches to the same address with [`super::transport::Transport::Raw`].
+    pub async fn raw_broadcaster(flags: &[String]) -> anyhow::Result<ServerUnderTest> {
+        let raw = RawBroadcaster::start(flags).await?;
+        Ok(ServerUnderTest {
+            url: format!("http://{}", raw.addr),
+            addr: raw.addr,
+            pid: Some(raw.pid),
+            backend: "raw broadcaster (no HTTP or JSON on the watch path)".into(),
+            etcd_prefix: None,
+            child: None,
+            raw: Some(raw),
+        })
     }
 
     /// The last lines of the child's log (for error messages).
@@ -120,13 +155,25 @@ impl ServerUnderTest {
     /// Resets the server's peak RSS (`VmHWM`) to its current RSS, so the next reading is the
     /// peak of what follows. Returns whether that worked.
     pub fn reset_peak_rss(&self) -> bool {
-        self.pid.is_some_and(|pid| std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok())
+        self.pid.is_some_and(reset_peak_rss_of)
     }
 
     /// Stops a started child (SIGTERM, then SIGKILL after 10 s). A given server is left alone.
     pub async fn stop(mut self) {
         if let Some(mut child) = self.child.take() {
             child.stop().await;
+        }
+        if let Some(raw) = self.raw.take() {
+            match raw.stats().await {
+                Ok(stats) => eprintln!(
+                    "bench: the raw broadcaster took {} writes and {} watchers, evicted {} that fell behind",
+                    stats.resource_version - 1,
+                    stats.accepted,
+                    stats.evicted
+                ),
+                Err(e) => eprintln!("bench: could not read the raw broadcaster's counters: {e:#}"),
+            }
+            raw.stop().await;
         }
     }
 }
@@ -140,6 +187,12 @@ impl Drop for ServerUnderTest {
             eprintln!("bench: the server's log is in {}", kept.join("server.log").display());
         }
     }
+}
+
+/// Resets process `pid`'s peak RSS (`VmHWM`) to its current RSS (where the kernel lets this
+/// process do it). Returns whether that worked.
+pub fn reset_peak_rss_of(pid: u32) -> bool {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
 }
 
 /// Raises this process's open-files limit (children inherit it) so that many thousands of

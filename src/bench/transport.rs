@@ -9,15 +9,19 @@
 
 use std::net::SocketAddr;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use clap::ValueEnum;
 use http::{HeaderValue, Method, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde::Serialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::http::{HttpConnection, connect_tcp};
+
+/// How much a raw watch reads at most at once.
+const RAW_READ_SIZE: usize = 64 * 1024;
 
 /// `--transport`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
@@ -29,6 +33,9 @@ pub enum Transport {
     Http2,
     /// WebSocket, one event per message, one connection per watch.
     Websocket,
+    /// Plain TCP, one connection per watch: a `WATCH <path>` line, then newline-delimited JSON
+    /// events and nothing else. Only the raw broadcaster ([`super::raw`]) speaks it.
+    Raw,
 }
 
 /// `--encoding`.
@@ -76,6 +83,9 @@ pub enum WatchStream {
     /// One event per message; protobuf messages get their length prefix back so the same
     /// decoder reads both transports.
     WebSocket { socket: Box<tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>>, encoding: WireEncoding },
+    /// Raw TCP: the bytes as read. `buffer` holds what was read while opening (the first line
+    /// at least) until the first [`WatchStream::next_bytes`].
+    Raw { stream: tokio::net::TcpStream, buffer: BytesMut },
 }
 
 /// The outcome of opening a watch.
@@ -136,6 +146,20 @@ impl Connector {
                     }
                     Err(e) => Err(e.into()),
                 }
+            }
+            Transport::Raw => {
+                let mut stream = tokio::net::TcpStream::connect(self.addr).await?;
+                stream.set_nodelay(true)?;
+                stream.write_all(format!("WATCH {path}\n").as_bytes()).await?;
+                // The broadcaster answers with a line once the watch is registered: from then
+                // on it gets every write, as a 200 means for the HTTP transports.
+                let mut buffer = BytesMut::with_capacity(RAW_READ_SIZE);
+                while memchr::memchr(b'\n', &buffer).is_none() {
+                    if stream.read_buf(&mut buffer).await? == 0 {
+                        anyhow::bail!("the raw broadcaster closed the watch before answering");
+                    }
+                }
+                Ok(Opened::Streaming(WatchStream::Raw { stream, buffer }))
             }
         }
     }
@@ -212,6 +236,17 @@ impl WatchStream {
                         Err(e) => return Some(Err(e.into())),
                     }
                 }
+            }
+            WatchStream::Raw { stream, buffer } => {
+                if buffer.is_empty() {
+                    buffer.reserve(RAW_READ_SIZE);
+                    match stream.read_buf(buffer).await {
+                        Ok(0) => return None,
+                        Ok(_) => {}
+                        Err(e) => return Some(Err(e.into())),
+                    }
+                }
+                Some(Ok(buffer.split().freeze()))
             }
         }
     }
