@@ -12,6 +12,10 @@
 //! * `application/json-patch+json` ([`json_patch()`]): RFC 6902 operations,
 //!   applied by the `json-patch` crate.
 //!
+//! * `application/apply-patch+yaml`: server-side apply, and the tracking of
+//!   field ownership (`metadata.managedFields`) for every write, in
+//!   [`mod@apply`].
+//!
 //! Errors are [`PatchError`]s, which know the HTTP status kube-apiserver
 //! answers them with ([`PatchError::http_status`]).
 //!
@@ -19,6 +23,7 @@
 //! resources (415 `UnsupportedMediaType`); with [`NoSchema`] this crate
 //! applies one like a JSON merge patch for lists, for callers that want that.
 
+pub mod apply;
 mod go_sort;
 mod gofmt;
 mod schema;
