@@ -1,6 +1,7 @@
-//! The three PATCH body types of kube-apiserver, applied to JSON objects.
+//! The PATCH body types of kube-apiserver, applied to JSON objects, and
+//! server-side apply's tracking of field ownership.
 //!
-//! * `application/strategic-merge-patch+json` ([`apply`]): what kubectl sends
+//! * `application/strategic-merge-patch+json` ([`apply()`]): what kubectl sends
 //!   for `apply` (client side), `edit`, `label`, `annotate`, `scale`, `set`
 //!   and `patch` on built-in kinds. Lists merge by the per-kind metadata of a
 //!   [`PatchSchema`] ([`builtin_schema`] for the built-in kinds), and the

@@ -25,6 +25,9 @@
 //!   entries sorted as kube sorts them, FieldsV1 byte for byte as kube
 //!   writes it.
 //!
+//! [`upgrade_managed_fields_patch`] is kubectl's client side of the move
+//! from client-side to server-side apply, for tests that act as kubectl.
+//!
 //! The caller does what kube-apiserver does around the field manager:
 //! decoding the YAML body, defaulting and validating the result, resetting
 //! the fields a subresource may not change, and storing it (an apply whose
@@ -43,11 +46,14 @@
 //! * Scalar types are not checked against the schema; built-in kinds have
 //!   only the list and map facts of [`crate::builtin_schema`], so
 //!   undeclared fields are not refused for them.
+//! * Several conflicts are listed (causes too) by manager identifier, then
+//!   field; kube lists the causes in Go map order across managers.
 //! * The merged object keeps the live object's key order with new keys
 //!   after; kube reorders (struct order for built-ins, sorted for custom
 //!   resources).
 
 mod conflict;
+mod csa_upgrade;
 mod fieldpath;
 pub mod fields_v1;
 mod gojson;
@@ -61,6 +67,7 @@ mod updater;
 use serde_json::{Value, json};
 
 pub use conflict::{ApplyError, Conflict};
+pub use csa_upgrade::{upgrade_managed_fields, upgrade_managed_fields_patch};
 pub use fieldpath::{FieldSet, Path, PathElement, path_string};
 pub use last_applied::LAST_APPLIED_ANNOTATION;
 pub use managed::{ANCIENT_CHANGES, MAX_UPDATE_MANAGERS, ManagedFieldsEntry, Operation, identifier, read_entries};

@@ -445,3 +445,39 @@ fn status_subresource_entries_carry_it() {
         r#"{"f:status":{"f:readyReplicas":{}}}"#
     );
 }
+
+#[test]
+fn after_kubectls_upgrade_a_dropped_field_is_pruned() {
+    let schema = deployment_schema();
+    let config = |spec: Value| deployment(spec);
+    let first = json!({"replicas": 2, "paused": true});
+    let mut created = config(first.clone());
+    created["metadata"]["uid"] = json!("u1");
+    created["metadata"]["resourceVersion"] = json!("5");
+    created["metadata"]["annotations"] =
+        json!({LAST_APPLIED_ANNOTATION: gojson::marshal(&config(first.clone())) + "\n"});
+    let live = update(
+        &json!({"apiVersion": "apps/v1", "kind": "Deployment"}),
+        &created,
+        KUBECTL_CLIENT_SIDE_APPLY,
+        None,
+        &schema,
+        T1,
+    );
+    let applied = apply(Some(&live), &config(first), KUBECTL, false, &schema, T2).unwrap();
+    // Without the upgrade, client-side apply still owns `paused`: dropping it keeps it.
+    let kept = apply(Some(&applied), &config(json!({"replicas": 2})), KUBECTL, false, &schema, T3).unwrap();
+    assert_eq!(kept["spec"]["paused"], true);
+
+    let patch = upgrade_managed_fields_patch(&applied, &[KUBECTL_CLIENT_SIDE_APPLY], KUBECTL, "").unwrap().unwrap();
+    assert_eq!(patch[1], json!({"op": "replace", "path": "/metadata/resourceVersion", "value": "5"}));
+    let patched = crate::json_patch(&applied, &patch).unwrap();
+    let upgraded = update(&applied, &patched, "kubectl-patch", None, &schema, T3);
+    let entries = read_entries(&upgraded).unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!((entries[0].manager.as_str(), entries[0].operation), (KUBECTL, Operation::Apply));
+    assert!(upgrade_managed_fields_patch(&upgraded, &[KUBECTL_CLIENT_SIDE_APPLY], KUBECTL, "").unwrap().is_none());
+
+    let pruned = apply(Some(&upgraded), &config(json!({"replicas": 2})), KUBECTL, false, &schema, T4).unwrap();
+    assert_eq!(pruned["spec"], json!({"replicas": 2}));
+}
