@@ -1,6 +1,7 @@
-//! The three PATCH body types of kube-apiserver, applied to JSON objects.
+//! The PATCH body types of kube-apiserver, applied to JSON objects, and
+//! server-side apply's tracking of field ownership.
 //!
-//! * `application/strategic-merge-patch+json` ([`apply`]): what kubectl sends
+//! * `application/strategic-merge-patch+json` ([`apply()`]): what kubectl sends
 //!   for `apply` (client side), `edit`, `label`, `annotate`, `scale`, `set`
 //!   and `patch` on built-in kinds. Lists merge by the per-kind metadata of a
 //!   [`PatchSchema`] ([`builtin_schema`] for the built-in kinds), and the
@@ -12,6 +13,10 @@
 //! * `application/json-patch+json` ([`json_patch()`]): RFC 6902 operations,
 //!   applied by the `json-patch` crate.
 //!
+//! * `application/apply-patch+yaml`: server-side apply, and the tracking of
+//!   field ownership (`metadata.managedFields`) for every write, in
+//!   [`mod@apply`].
+//!
 //! Errors are [`PatchError`]s, which know the HTTP status kube-apiserver
 //! answers them with ([`PatchError::http_status`]).
 //!
@@ -19,6 +24,7 @@
 //! resources (415 `UnsupportedMediaType`); with [`NoSchema`] this crate
 //! applies one like a JSON merge patch for lists, for callers that want that.
 
+pub mod apply;
 mod go_sort;
 mod gofmt;
 mod schema;

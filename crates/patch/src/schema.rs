@@ -15,6 +15,20 @@
 //! `envFrom`, `command`, `args`, a node's `taints`, endpoints' `subsets`,
 //! a service account's `imagePullSecrets` and label selectors'
 //! `matchExpressions`.
+//!
+//! The tables also carry what server-side apply reads from the OpenAPI
+//! schema where it differs from the patch tags (see
+//! [`crate::apply::ApplySchema`]): `x-kubernetes-list-map-keys` with more
+//! than the merge key (container ports by `containerPort` and `protocol`,
+//! service ports by `port` and `protocol`, topology spread constraints by
+//! `topologyKey` and `whenUnsatisfiable`), `listType=atomic` lists the patch
+//! merges (a pod's `status.hostIPs`, a job's `status.conditions`), key
+//! defaults (`protocol: TCP`) and atomic structs and maps (label selectors,
+//! `nodeSelector`, owner references, object references).
+
+use serde_json::Value;
+
+use crate::apply::ListType;
 
 /// How a list merges in a strategic merge patch.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -110,6 +124,13 @@ impl Pattern {
 pub struct TableSchema {
     lists: Vec<(Pattern, ListStrategy)>,
     retain_keys: Vec<Pattern>,
+    /// Server-side apply list types where they differ from what the list
+    /// strategy implies (`x-kubernetes-list-type` wins over the patch tags).
+    ssa_lists: Vec<(Pattern, ListType)>,
+    /// Objects (or list items) that server-side apply treats as one value.
+    atomic_maps: Vec<Pattern>,
+    /// Defaults of list-map key fields: (list pattern, key, default).
+    key_defaults: Vec<(Pattern, String, Value)>,
 }
 
 impl TableSchema {
@@ -131,6 +152,28 @@ impl TableSchema {
         self
     }
 
+    /// Sets the server-side apply type of the list at `pattern` where the
+    /// schema's `x-kubernetes-list-type` differs from what its patch tags
+    /// imply (e.g. container ports keyed by `containerPort` and `protocol`).
+    pub fn with_list_type(mut self, pattern: &str, list_type: ListType) -> TableSchema {
+        self.ssa_lists.push((Pattern::parse(pattern), list_type));
+        self
+    }
+
+    /// Marks the object at `pattern` (or the items of the list there) as
+    /// atomic for server-side apply (`+structType=atomic`, `+mapType=atomic`).
+    pub fn with_atomic_map(mut self, pattern: &str) -> TableSchema {
+        self.atomic_maps.push(Pattern::parse(pattern));
+        self
+    }
+
+    /// Gives the key field `key` of the list-map at `pattern` a default, used
+    /// for items that leave it out.
+    pub fn with_key_default(mut self, pattern: &str, key: &str, default: Value) -> TableSchema {
+        self.key_defaults.push((Pattern::parse(pattern), key.to_owned(), default));
+        self
+    }
+
     /// Adds every entry of `table` below `prefix`, e.g. a pod spec table
     /// under `spec.template.spec`.
     pub fn with_table_under(mut self, prefix: &str, table: &TableSchema) -> TableSchema {
@@ -141,7 +184,35 @@ impl TableSchema {
         for pattern in &table.retain_keys {
             self.retain_keys.push(pattern.under(&prefix));
         }
+        for (pattern, list_type) in &table.ssa_lists {
+            self.ssa_lists.push((pattern.under(&prefix), list_type.clone()));
+        }
+        for pattern in &table.atomic_maps {
+            self.atomic_maps.push(pattern.under(&prefix));
+        }
+        for (pattern, key, default) in &table.key_defaults {
+            self.key_defaults.push((pattern.under(&prefix), key.clone(), default.clone()));
+        }
         self
+    }
+
+    /// The server-side apply list type set for `path`, if any.
+    pub(crate) fn ssa_list_type(&self, path: &[&str]) -> Option<ListType> {
+        self.ssa_lists.iter().rev().find(|(pattern, _)| pattern.matches(path)).map(|(_, t)| t.clone())
+    }
+
+    /// Whether the object at `path` is atomic for server-side apply.
+    pub(crate) fn is_atomic_map(&self, path: &[&str]) -> bool {
+        self.atomic_maps.iter().any(|pattern| pattern.matches(path))
+    }
+
+    /// The default of key `key` of the list-map at `path`.
+    pub(crate) fn ssa_key_default(&self, path: &[&str], key: &str) -> Option<Value> {
+        self.key_defaults
+            .iter()
+            .rev()
+            .find(|(pattern, k, _)| k == key && pattern.matches(path))
+            .map(|(_, _, default)| default.clone())
     }
 
     /// The entries, as `(dotted pattern, strategy)`.
@@ -165,20 +236,36 @@ impl PatchSchema for TableSchema {
     }
 }
 
-/// `ObjectMeta` (`meta/v1`): finalizers merge as a set, owner references by uid.
+/// `ObjectMeta` (`meta/v1`): finalizers merge as a set, owner references by
+/// uid (each one atomic for server-side apply).
 fn object_meta_table() -> TableSchema {
     TableSchema::new()
         .with_list("finalizers", ListStrategy::MergePrimitives)
         .with_list("ownerReferences", ListStrategy::merge("uid"))
+        .with_atomic_map("ownerReferences")
 }
 
-/// `Container` / `EphemeralContainer` (`core/v1`).
+/// `Container` / `EphemeralContainer` (`core/v1`). Server-side apply keys
+/// ports by `containerPort` and `protocol` (`+listMapKey`, protocol
+/// defaulting to TCP) where the strategic merge patch uses `containerPort`.
 fn container_table() -> TableSchema {
     TableSchema::new()
         .with_list("ports", ListStrategy::merge("containerPort"))
+        .with_list_type("ports", ListType::map(["containerPort", "protocol"]))
+        .with_key_default("ports", "protocol", Value::from("TCP"))
         .with_list("env", ListStrategy::merge("name"))
+        .with_atomic_map("env.valueFrom.configMapKeyRef")
+        .with_atomic_map("env.valueFrom.secretKeyRef")
+        .with_atomic_map("env.valueFrom.fieldRef")
+        .with_atomic_map("env.valueFrom.resourceFieldRef")
         .with_list("volumeMounts", ListStrategy::merge("mountPath"))
         .with_list("volumeDevices", ListStrategy::merge("devicePath"))
+        .with_list_type("resources.claims", ListType::map(["name"]))
+}
+
+/// A `LabelSelector`, atomic for server-side apply (`+structType=atomic`).
+fn label_selector_at(pattern: &str) -> TableSchema {
+    TableSchema::new().with_atomic_map(pattern)
 }
 
 /// `PodSpec` (`core/v1`).
@@ -196,6 +283,11 @@ fn pod_spec_table() -> TableSchema {
         .with_list("imagePullSecrets", ListStrategy::merge("name"))
         .with_list("hostAliases", ListStrategy::merge("ip"))
         .with_list("topologySpreadConstraints", ListStrategy::merge("topologyKey"))
+        .with_list_type("topologySpreadConstraints", ListType::map(["topologyKey", "whenUnsatisfiable"]))
+        .with_atomic_map("topologySpreadConstraints.labelSelector")
+        .with_atomic_map("nodeSelector")
+        .with_atomic_map("imagePullSecrets")
+        .with_atomic_map("affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution")
         .with_list("schedulingGates", ListStrategy::merge("name"))
         .with_list("resourceClaims", ListStrategy::merge("name"))
         .with_retain_keys("resourceClaims")
@@ -211,11 +303,13 @@ fn conditions_by_type() -> TableSchema {
     TableSchema::new().with_list("status.conditions", ListStrategy::merge("type"))
 }
 
-/// A workload whose pod template is at `spec.template`.
+/// A workload whose pod template is at `spec.template` (and whose
+/// `spec.selector` is a label selector).
 fn workload_table() -> TableSchema {
     TableSchema::new()
         .with_table_under("spec.template", &pod_template_table())
         .with_table_under("", &conditions_by_type())
+        .with_table_under("", &label_selector_at("spec.selector"))
 }
 
 /// The patch metadata kube-apiserver uses for a built-in `kind`, or `None`
@@ -234,21 +328,39 @@ pub fn builtin_schema(kind: &str) -> Option<TableSchema> {
             .with_table_under("", &conditions_by_type())
             .with_list("status.podIPs", ListStrategy::merge("ip"))
             .with_list("status.hostIPs", ListStrategy::merge("ip"))
+            .with_list_type("status.hostIPs", ListType::Atomic)
             .with_list("status.resourceClaimStatuses", ListStrategy::merge("name"))
             .with_retain_keys("status.resourceClaimStatuses"),
         "PodTemplate" => TableSchema::new().with_table_under("template", &pod_template_table()),
         "Deployment" => workload_table().with_retain_keys("spec.strategy"),
-        "ReplicationController" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "Job" => workload_table(),
-        "CronJob" => TableSchema::new().with_table_under("spec.jobTemplate.spec.template", &pod_template_table()),
+        "ReplicaSet" | "StatefulSet" | "DaemonSet" => workload_table(),
+        // Job conditions are `listType=atomic` although the patch merges them by type.
+        "Job" => workload_table().with_list_type("status.conditions", ListType::Atomic),
+        // A replication controller's selector is a plain map, atomic (`+mapType=atomic`).
+        "ReplicationController" => TableSchema::new()
+            .with_table_under("spec.template", &pod_template_table())
+            .with_table_under("", &conditions_by_type())
+            .with_atomic_map("spec.selector"),
+        "CronJob" => TableSchema::new()
+            .with_table_under("spec.jobTemplate.spec.template", &pod_template_table())
+            .with_table_under("", &label_selector_at("spec.jobTemplate.spec.selector")),
         "Service" => TableSchema::new()
             .with_list("spec.ports", ListStrategy::merge("port"))
+            .with_list_type("spec.ports", ListType::map(["port", "protocol"]))
+            .with_key_default("spec.ports", "protocol", Value::from("TCP"))
+            .with_atomic_map("spec.selector")
             .with_table_under("", &conditions_by_type()),
-        "Namespace" | "PersistentVolumeClaim" => conditions_by_type(),
+        "Namespace" => conditions_by_type(),
+        "PersistentVolumeClaim" => conditions_by_type()
+            .with_table_under("", &label_selector_at("spec.selector"))
+            .with_atomic_map("spec.dataSource"),
         "Node" => TableSchema::new()
             .with_list("spec.podCIDRs", ListStrategy::MergePrimitives)
             .with_table_under("", &conditions_by_type())
             .with_list("status.addresses", ListStrategy::merge("type")),
-        "ServiceAccount" => TableSchema::new().with_list("secrets", ListStrategy::merge("name")),
+        "ServiceAccount" => {
+            TableSchema::new().with_list("secrets", ListStrategy::merge("name")).with_atomic_map("secrets")
+        }
         "ConfigMap" | "Secret" | "Endpoints" | "Event" | "Lease" => TableSchema::new(),
         _ => return None,
     };
