@@ -22,8 +22,6 @@ fn raw_post(body: &[u8]) -> Request {
     Request::new("POST", cms()).body(body.to_vec())
 }
 
-/// YAML request bodies come with the CRD and server-side-apply work (issue 16).
-
 pub fn rows() -> Vec<Case> {
     let dry = format!("{}?dryRun=All", cms());
     let mut rows = vec![
