@@ -2,6 +2,7 @@
 //! `/apis/{g}/{v}`, built from the registry. Aggregated discovery is not offered: clients
 //! that ask for it get plain `application/json` and fall back to these, as client-go does.
 
+mod builtin_schemas;
 pub mod openapi;
 
 use listwatch_meta::Registry;

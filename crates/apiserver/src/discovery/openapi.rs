@@ -7,10 +7,10 @@
 //!   parameter; then kubectl validates on the server (`fieldValidation=Strict`). The same for
 //!   `dryRun` (`kubectl --dry-run=server`).
 //! * kubectl apply: PATCH request bodies list the patch types, strategic merge included.
-//!   The component schemas are deliberately *not* tagged with their GVK: kubectl then computes
-//!   strategic merge patches from its built-in types (the same merge keys the server uses)
-//!   instead of from a partial schema, which would make it warn and fall back anyway.
-//!   `kubectl explain` therefore finds no schemas here.
+//! * `kubectl explain` and kubectl's client-side apply: the component schemas of the built-in
+//!   kinds are kube 1.32's own, tagged with their group-version-kind, with every schema they
+//!   refer to ([`super::builtin_schemas`]); a kind without a vendored schema gets a stub that
+//!   keeps unknown fields (and no tag, so kubectl falls back to its compiled-in types).
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -165,6 +165,8 @@ const OBJECT_TYPES: &[&str] = &["*/*"];
 fn group_version_document(group: &str, version: &str) -> Value {
     let mut paths = serde_json::Map::new();
     let mut schemas = serde_json::Map::new();
+    // Kinds whose real schemas are vendored (their lists too): added with what they refer to.
+    let mut real: Vec<&str> = Vec::new();
     let base = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
     for r in Registry.resources().iter().filter(|r| r.group == group && r.version == version) {
         let gvk = (r.group, r.version, r.kind);
@@ -225,6 +227,14 @@ fn group_version_document(group: &str, version: &str) -> Value {
                 }),
             );
         }
+        if let Some(vendored) = super::builtin_schemas::name_of(r.group, r.version, r.kind) {
+            let list = super::builtin_schemas::name_of(r.group, r.version, &r.list_kind());
+            real.extend(std::iter::once(vendored).chain(list));
+            // The operations above refer to these names: stubs only where they differ.
+            if vendored == schema && list == Some(list_schema.as_str()) {
+                continue;
+            }
+        }
         schemas.insert(
             schema.clone(),
             json!({
@@ -269,6 +279,8 @@ fn group_version_document(group: &str, version: &str) -> Value {
         "io.k8s.api.autoscaling.v1.Scale".into(),
         json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
     );
+    // The real schemas replace the stubs of the same name (ObjectMeta, Status, Scale...).
+    schemas.extend(super::builtin_schemas::closure(real));
     json!({
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": format!("v1.{}.0", crate::discovery::KUBERNETES_MINOR)},
