@@ -26,6 +26,8 @@
 //! * here: the public handle (list, get, watch and their readiness checks) and the task that
 //!   lists and follows storage.
 
+#[doc(hidden)]
+pub mod bench_fixture;
 mod dispatch;
 mod window;
 
