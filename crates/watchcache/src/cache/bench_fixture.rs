@@ -81,8 +81,10 @@ impl DispatchFixture {
     pub fn drain(&mut self) {
         let mut out = Vec::new();
         for watcher in &mut self.watchers {
-            // Takes what is queued; pending (nothing left) or a closed watch ends it.
-            while watcher.next_batch(&mut out, 1024).now_or_never() == Some(true) {
+            // Takes what is queued; pending (nothing left) or a closed watch ends it. Outside
+            // tokio's cooperative budget, which would otherwise run out within one `block_on`
+            // and make a queue that still holds events look empty.
+            while tokio::task::unconstrained(watcher.next_batch(&mut out, 1024)).now_or_never() == Some(true) {
                 out.clear();
             }
         }
