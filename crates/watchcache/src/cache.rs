@@ -21,14 +21,17 @@
 //!
 //! * `cache/window.rs`: the objects and the window of events, and waiting for the cache to reach
 //!   a resourceVersion (kube's `watch_cache.go`);
-//! * `cache/dispatch.rs`: the registered watchers, dispatch to them within the time budget, and
-//!   their bookmarks (kube's `cacher.go`);
+//! * `cache/watchers.rs`: the registered watchers, indexed by namespace and object name, and
+//!   their bookmark deadlines in time order (kube's `indexedWatchers` and bookmark buckets);
+//! * `cache/dispatch.rs`: dispatch to the watchers an event concerns within the time budget,
+//!   and their bookmarks (kube's `cacher.go`);
 //! * here: the public handle (list, get, watch and their readiness checks) and the task that
 //!   lists and follows storage.
 
 #[doc(hidden)]
 pub mod bench_fixture;
 mod dispatch;
+mod watchers;
 mod window;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -42,7 +45,8 @@ use listwatch_storage::{KeyRange, ProgressRequester, Storage, StorageError, Watc
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{Notify, mpsc, watch};
 
-use self::dispatch::{Registered, Watchers, next_bookmark_time};
+use self::dispatch::next_bookmark_time;
+use self::watchers::{Registered, Watchers};
 use self::window::State;
 use crate::budget::TimeBudget;
 use crate::event::{CacheEvent, Predicate};
@@ -370,20 +374,15 @@ impl WatchCache {
                 (state.resource_version, crate::watcher::Initial::Objects(objects))
             }
         };
-        let id = {
-            let mut watchers = inner.watchers.lock();
-            watchers.next_id += 1;
-            let id = watchers.next_id;
-            let next_bookmark = options
-                .bookmarks
-                .then(|| next_bookmark_time(&inner.config, Instant::now(), options.deadline))
-                .flatten();
-            watchers.registered.insert(
-                id,
-                Registered { namespace: options.namespace.clone(), tx, next_bookmark, deadline: options.deadline },
-            );
-            id
-        };
+        let next_bookmark =
+            options.bookmarks.then(|| next_bookmark_time(&inner.config, Instant::now(), options.deadline)).flatten();
+        let id = inner.watchers.lock().register(Registered {
+            namespace: options.namespace.clone(),
+            name: options.name.clone(),
+            tx,
+            next_bookmark,
+            deadline: options.deadline,
+        });
         drop(state);
         // Queued events up to here are in the snapshot (or, for a start in the future, not
         // wanted): the watcher drops them.
@@ -414,7 +413,7 @@ impl WatchCache {
             window_events: state.window.len(),
             window_oldest_resource_version: if ready { inner.oldest_resource_version(&state) } else { 0 },
             resource_version: state.resource_version,
-            registered_watchers: inner.watchers.lock().registered.len(),
+            registered_watchers: inner.watchers.lock().len(),
             terminated_watchers: inner.terminated.load(Ordering::Relaxed),
             relists: inner.relists.load(Ordering::Relaxed),
             undecodable_objects: inner.undecodable.load(Ordering::Relaxed),
@@ -549,6 +548,7 @@ mod tests {
         let options = WatcherOptions {
             start: WatchStart::Exact(start),
             namespace: None,
+            name: None,
             predicate: None,
             bookmarks: false,
             initial_events_end_bookmark: false,

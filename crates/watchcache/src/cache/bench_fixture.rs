@@ -50,6 +50,7 @@ impl DispatchFixture {
                 let options = WatcherOptions {
                     start: WatchStart::Exact(start),
                     namespace: Some(format!("ns-{ns}")),
+                    name: None,
                     predicate: None,
                     bookmarks,
                     initial_events_end_bookmark: false,
