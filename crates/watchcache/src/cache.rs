@@ -568,4 +568,51 @@ mod tests {
         let revisions: Vec<i64> = seen.iter().filter_map(WatchEvent::resource_version).collect();
         assert_eq!(revisions, [start + 1, start + 2]);
     }
+
+    /// A bookmark skipped because the watcher's queue was full stays due and goes out on the
+    /// next tick once there is room; then the next one is an interval away.
+    #[tokio::test]
+    async fn a_bookmark_skipped_for_a_full_queue_goes_out_on_a_later_tick() {
+        // The timer ticks once at start (before any watcher), then only when the test says.
+        let config = WatchCacheConfig {
+            watcher_queue: 1,
+            bookmark_interval: Duration::from_secs(3600),
+            bookmark_tick: Duration::from_secs(3600),
+            ..Default::default()
+        };
+        let resource = listwatch_meta::Registry.find("", "v1", "configmaps").unwrap();
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStore::ephemeral());
+        let cache = WatchCache::start(resource, "/registry/configmaps/".into(), storage, config);
+        assert!(cache.wait_ready(Duration::from_secs(5)).await);
+        let start = cache.resource_version();
+        let options = WatcherOptions {
+            start: WatchStart::Exact(start),
+            namespace: Some("ns".into()),
+            name: None,
+            predicate: None,
+            bookmarks: true,
+            initial_events_end_bookmark: false,
+            deadline: Instant::now() + Duration::from_secs(7200),
+        };
+        let mut watcher = cache.watch(options).await.unwrap();
+        let id = cache.inner.watchers.lock().interested("ns", "a").next().expect("the watcher").0;
+        // One event fills the queue; then the bookmark falls due.
+        let applied = cache.inner.apply(&[put("a", start + 1)]);
+        cache.inner.dispatch(&applied[0]).await;
+        cache.inner.watchers.lock().schedule_bookmark(id, Some(Instant::now()));
+
+        cache.inner.send_bookmarks();
+        assert_eq!(cache.inner.watchers.lock().bookmarks_due(Instant::now()), [id], "still due");
+        let mut seen = Vec::new();
+        assert!(watcher.next_batch(&mut seen, 10).await);
+        cache.inner.send_bookmarks();
+        assert!(watcher.next_batch(&mut seen, 10).await);
+        match &seen[..] {
+            [WatchEvent::Added(a), WatchEvent::Bookmark { resource_version, initial_events_end: false }] => {
+                assert_eq!((a.name(), *resource_version), ("a", start + 1));
+            }
+            other => panic!("expected the event, then a bookmark: {other:?}"),
+        }
+        assert!(cache.inner.watchers.lock().bookmarks_due(Instant::now()).is_empty(), "next one an hour away");
+    }
 }
