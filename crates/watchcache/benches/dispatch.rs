@@ -17,7 +17,17 @@
 //! * `bookmark_tick/none_due/10000`: one tick of the bookmark timer with 10,000 watchers that
 //!   asked for bookmarks, none due yet.
 //!
-//! Figures: see the end of this file's doc once measured.
+//! Figures (the command above, criterion's median estimate; one run each on a 2-core machine
+//! shared with other builds, load average about 4, so expect ±20 % noise between runs):
+//!
+//! | bench                           | every watcher scanned (before) | indexed (after) |
+//! |---------------------------------|--------------------------------|-----------------|
+//! | `dispatch/one_namespace/100`    | 4.7 µs                         | 5.3 µs (no significant change) |
+//! | `dispatch/100_namespaces/10000` | 64.7 µs                        | 5.0 µs          |
+//! | `bookmark_tick/none_due/10000`  | 29.3 µs                        | 52 ns           |
+//!
+//! With the indexes, dispatch costs what the 100 interested watchers cost whatever else is
+//! registered, and a tick with none due costs two lookups in the ordered deadlines.
 // criterion_group! makes a public function a doc comment cannot reach.
 #![allow(missing_docs)]
 
