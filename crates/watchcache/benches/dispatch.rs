@@ -18,7 +18,8 @@
 //!   asked for bookmarks, none due yet.
 //!
 //! Figures (the command above, criterion's median estimate; one run each on a 2-core machine
-//! shared with other builds, load average about 4, so expect ±20 % noise between runs):
+//! shared with other builds, load average about 4: noisy, and differences of a few tens of
+//! per cent, like the first row's, are within that noise):
 //!
 //! | bench                           | every watcher scanned (before) | indexed (after) |
 //! |---------------------------------|--------------------------------|-----------------|
