@@ -111,6 +111,7 @@ impl Fixture {
             let options = WatcherOptions {
                 start: WatchStart::Exact(current),
                 namespace: None,
+                name: None,
                 predicate: None,
                 bookmarks: false,
                 initial_events_end_bookmark: false,

@@ -21,12 +21,17 @@
 //!
 //! * `cache/window.rs`: the objects and the window of events, and waiting for the cache to reach
 //!   a resourceVersion (kube's `watch_cache.go`);
-//! * `cache/dispatch.rs`: the registered watchers, dispatch to them within the time budget, and
-//!   their bookmarks (kube's `cacher.go`);
+//! * `cache/watchers.rs`: the registered watchers, indexed by namespace and object name, and
+//!   their bookmark deadlines in time order (kube's `indexedWatchers` and bookmark buckets);
+//! * `cache/dispatch.rs`: dispatch to the watchers an event concerns within the time budget,
+//!   and their bookmarks (kube's `cacher.go`);
 //! * here: the public handle (list, get, watch and their readiness checks) and the task that
 //!   lists and follows storage.
 
+#[doc(hidden)]
+pub mod bench_fixture;
 mod dispatch;
+mod watchers;
 mod window;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -40,7 +45,8 @@ use listwatch_storage::{KeyRange, ProgressRequester, Storage, StorageError, Watc
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{Notify, mpsc, watch};
 
-use self::dispatch::{Registered, Watchers, next_bookmark_time};
+use self::dispatch::next_bookmark_time;
+use self::watchers::{Registered, Watchers};
 use self::window::State;
 use crate::budget::TimeBudget;
 use crate::event::{CacheEvent, Predicate};
@@ -368,20 +374,15 @@ impl WatchCache {
                 (state.resource_version, crate::watcher::Initial::Objects(objects))
             }
         };
-        let id = {
-            let mut watchers = inner.watchers.lock();
-            watchers.next_id += 1;
-            let id = watchers.next_id;
-            let next_bookmark = options
-                .bookmarks
-                .then(|| next_bookmark_time(&inner.config, Instant::now(), options.deadline))
-                .flatten();
-            watchers.registered.insert(
-                id,
-                Registered { namespace: options.namespace.clone(), tx, next_bookmark, deadline: options.deadline },
-            );
-            id
-        };
+        let next_bookmark =
+            options.bookmarks.then(|| next_bookmark_time(&inner.config, Instant::now(), options.deadline)).flatten();
+        let id = inner.watchers.lock().register(Registered {
+            namespace: options.namespace.clone(),
+            name: options.name.clone(),
+            tx,
+            next_bookmark,
+            deadline: options.deadline,
+        });
         drop(state);
         // Queued events up to here are in the snapshot (or, for a start in the future, not
         // wanted): the watcher drops them.
@@ -412,7 +413,7 @@ impl WatchCache {
             window_events: state.window.len(),
             window_oldest_resource_version: if ready { inner.oldest_resource_version(&state) } else { 0 },
             resource_version: state.resource_version,
-            registered_watchers: inner.watchers.lock().registered.len(),
+            registered_watchers: inner.watchers.lock().len(),
             terminated_watchers: inner.terminated.load(Ordering::Relaxed),
             relists: inner.relists.load(Ordering::Relaxed),
             undecodable_objects: inner.undecodable.load(Ordering::Relaxed),
@@ -547,6 +548,7 @@ mod tests {
         let options = WatcherOptions {
             start: WatchStart::Exact(start),
             namespace: None,
+            name: None,
             predicate: None,
             bookmarks: false,
             initial_events_end_bookmark: false,
@@ -565,5 +567,52 @@ mod tests {
         assert!(tokio::time::timeout(Duration::from_millis(100), watcher.next_batch(&mut more, 10)).await.is_err());
         let revisions: Vec<i64> = seen.iter().filter_map(WatchEvent::resource_version).collect();
         assert_eq!(revisions, [start + 1, start + 2]);
+    }
+
+    /// A bookmark skipped because the watcher's queue was full stays due and goes out on the
+    /// next tick once there is room; then the next one is an interval away.
+    #[tokio::test]
+    async fn a_bookmark_skipped_for_a_full_queue_goes_out_on_a_later_tick() {
+        // The timer ticks once at start (before any watcher), then only when the test says.
+        let config = WatchCacheConfig {
+            watcher_queue: 1,
+            bookmark_interval: Duration::from_secs(3600),
+            bookmark_tick: Duration::from_secs(3600),
+            ..Default::default()
+        };
+        let resource = listwatch_meta::Registry.find("", "v1", "configmaps").unwrap();
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStore::ephemeral());
+        let cache = WatchCache::start(resource, "/registry/configmaps/".into(), storage, config);
+        assert!(cache.wait_ready(Duration::from_secs(5)).await);
+        let start = cache.resource_version();
+        let options = WatcherOptions {
+            start: WatchStart::Exact(start),
+            namespace: Some("ns".into()),
+            name: None,
+            predicate: None,
+            bookmarks: true,
+            initial_events_end_bookmark: false,
+            deadline: Instant::now() + Duration::from_secs(7200),
+        };
+        let mut watcher = cache.watch(options).await.unwrap();
+        let id = cache.inner.watchers.lock().interested("ns", "a").next().expect("the watcher").0;
+        // One event fills the queue; then the bookmark falls due.
+        let applied = cache.inner.apply(&[put("a", start + 1)]);
+        cache.inner.dispatch(&applied[0]).await;
+        cache.inner.watchers.lock().schedule_bookmark(id, Some(Instant::now()));
+
+        cache.inner.send_bookmarks();
+        assert_eq!(cache.inner.watchers.lock().bookmarks_due(Instant::now()), [id], "still due");
+        let mut seen = Vec::new();
+        assert!(watcher.next_batch(&mut seen, 10).await);
+        cache.inner.send_bookmarks();
+        assert!(watcher.next_batch(&mut seen, 10).await);
+        match &seen[..] {
+            [WatchEvent::Added(a), WatchEvent::Bookmark { resource_version, initial_events_end: false }] => {
+                assert_eq!((a.name(), *resource_version), ("a", start + 1));
+            }
+            other => panic!("expected the event, then a bookmark: {other:?}"),
+        }
+        assert!(cache.inner.watchers.lock().bookmarks_due(Instant::now()).is_empty(), "next one an hour away");
     }
 }

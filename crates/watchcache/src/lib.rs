@@ -19,6 +19,8 @@ pub mod direct;
 mod event;
 mod watcher;
 
+#[doc(hidden)]
+pub use cache::bench_fixture;
 pub use cache::{CacheError, CacheList, WatchCache, WatchCacheConfig, WatchCacheStats};
 pub use event::Predicate;
 pub use watcher::{CacheWatcher, WatchStart, WatcherOptions};

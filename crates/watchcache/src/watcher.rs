@@ -51,6 +51,10 @@ pub struct WatcherOptions {
     pub start: WatchStart,
     /// Only this namespace (`None`: all).
     pub namespace: Option<String>,
+    /// Only the object of this name (`None`: all): set it when the predicate requires
+    /// `metadata.name=X` (a watch of one object), so that dispatch finds the watcher by the
+    /// object's name instead of offering it every event of its namespace.
+    pub name: Option<String>,
     /// Label and field selectors; `None` matches everything.
     pub predicate: Option<Predicate>,
     /// `allowWatchBookmarks=true`.
@@ -75,9 +79,10 @@ pub(crate) enum Initial {
 pub struct CacheWatcher {
     inner: Arc<Inner>,
     id: u64,
-    /// Only this namespace's objects (the live dispatch filters too; replayed history and the
-    /// initial state are filtered here).
+    /// Only this namespace's objects, and only the object of `name` if set (the live dispatch
+    /// filters too; replayed history and the initial state are filtered here).
     namespace: Option<String>,
+    name: Option<String>,
     predicate: Option<Predicate>,
     bookmarks: bool,
     start_rv: i64,
@@ -110,6 +115,7 @@ impl CacheWatcher {
             inner,
             id,
             namespace: options.namespace,
+            name: options.name,
             predicate: options.predicate,
             bookmarks: options.bookmarks,
             start_rv,
@@ -158,7 +164,7 @@ impl CacheWatcher {
         let limit = out.len() + max;
         while out.len() < limit {
             if let Some(event) = self.initial_events.pop_front() {
-                if !self.in_namespace(&event.object) {
+                if !self.in_scope(&event.object) {
                     continue;
                 }
                 if let Some(e) = event.for_watcher(resource, self.predicate.as_ref()) {
@@ -166,7 +172,7 @@ impl CacheWatcher {
                     out.push(e);
                 }
             } else if let Some(object) = self.initial_objects.pop_front() {
-                if self.in_namespace(&object) && self.predicate.as_ref().is_none_or(|p| p(&object)) {
+                if self.in_scope(&object) && self.predicate.as_ref().is_none_or(|p| p(&object)) {
                     out.push(WatchEvent::Added(object));
                 }
             } else if let Some(rv) = self.end_bookmark.take() {
@@ -177,8 +183,10 @@ impl CacheWatcher {
         }
     }
 
-    fn in_namespace(&self, object: &Object) -> bool {
+    /// Whether `object` is in the namespace and has the name this watch is limited to.
+    fn in_scope(&self, object: &Object) -> bool {
         self.namespace.as_deref().is_none_or(|ns| ns == object.namespace())
+            && self.name.as_deref().is_none_or(|name| name == object.name())
     }
 
     fn convert(&mut self, queued: Queued, out: &mut Vec<WatchEvent>) {

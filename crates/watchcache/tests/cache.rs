@@ -32,6 +32,7 @@ fn options(start: WatchStart) -> WatcherOptions {
     WatcherOptions {
         start,
         namespace: None,
+        name: None,
         predicate: None,
         bookmarks: false,
         initial_events_end_bookmark: false,

@@ -215,6 +215,9 @@ impl ResourceStore {
         let watcher_options = WatcherOptions {
             start,
             namespace,
+            // A watch of one object (`metadata.name=X`, among other terms or not) is indexed by
+            // that name; the predicate still decides what matches.
+            name: options.field_selector.requires_exact_name().map(str::to_owned),
             predicate: self.predicate(options),
             bookmarks: options.allow_watch_bookmarks,
             initial_events_end_bookmark: end_bookmark,
