@@ -12,6 +12,7 @@ mod informer_cli;
 mod kubectl;
 mod limits;
 mod listing;
+mod python_client;
 mod semantics;
 mod sim_server;
 mod simulate;

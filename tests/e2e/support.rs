@@ -173,6 +173,11 @@ pub fn kubectl_binary() -> PathBuf {
 }
 
 impl Kubectl {
+    /// The kubeconfig kubectl is run with (other clients use it too).
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
     pub fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(kubectl_binary());
         cmd.arg("--kubeconfig").arg(&self.kubeconfig);
