@@ -141,16 +141,21 @@ impl EtcdStore {
     }
 
     /// Runs one unary request under the deadline, sorting its failure. A request that could
-    /// not even connect never reached etcd, so it is sent again (a few times): the channel's
-    /// balancer keeps offering a member that is down (grpc/grpc-rust#2839), where etcd's Go
-    /// client skips it.
+    /// not even connect never reached etcd, so it is sent again, after a short pause that
+    /// doubles each time, up to [`MAX_RESENDS`] times (about 1.6 s in all, so a dead cluster
+    /// still fails fast) and never past the deadline: the channel's balancer keeps offering a member
+    /// that is down (grpc/grpc-rust#2839), where etcd's Go client skips it, and right after a
+    /// member dies several tries in a row can land on it (CI saw five in a row fail with
+    /// "operation was canceled" when they were sent back to back).
     async fn request<T, Fut>(&self, call: impl Fn() -> Fut) -> Result<T, Failure>
     where
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
-        let mut retries = 0;
+        let deadline = tokio::time::Instant::now() + self.options.request_timeout;
+        let mut pause = FIRST_RESEND_PAUSE;
+        let mut resends = 0;
         loop {
-            let failure = match tokio::time::timeout(self.options.request_timeout, call()).await {
+            let failure = match tokio::time::timeout_at(deadline, call()).await {
                 Ok(Ok(answer)) => return Ok(answer),
                 Ok(Err(e)) => {
                     debug!(error = %e, "etcd request failed");
@@ -163,11 +168,13 @@ impl EtcdStore {
                     )));
                 }
             };
-            if retries < CONNECT_RETRIES && failure.is_connect_error() {
-                retries += 1;
-                continue;
+            if !failure.is_connect_error() || resends == MAX_RESENDS || tokio::time::Instant::now() + pause >= deadline
+            {
+                return Err(failure);
             }
-            return Err(failure);
+            resends += 1;
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(MAX_RESEND_PAUSE);
         }
     }
 
@@ -448,7 +455,11 @@ enum Failure {
 }
 
 /// How many times a request that could not connect is sent again.
-const CONNECT_RETRIES: usize = 4;
+const MAX_RESENDS: u32 = 8;
+/// The pause before a request that could not connect is sent again; it doubles each time.
+const FIRST_RESEND_PAUSE: Duration = Duration::from_millis(10);
+/// The longest pause between two sends of a request that could not connect.
+const MAX_RESEND_PAUSE: Duration = Duration::from_millis(500);
 
 impl Failure {
     /// Whether the request failed before reaching etcd: no connection to the member, or
