@@ -140,23 +140,33 @@ impl EtcdStore {
         Ok(store)
     }
 
-    /// Runs one unary request under the deadline, sorting its failure. A request that could
-    /// not even connect never reached etcd, so it is sent again, after a short pause that
-    /// doubles each time, up to [`MAX_RESENDS`] times (about 1.6 s in all, so a dead cluster
-    /// still fails fast) and never past the deadline: the channel's balancer keeps offering a member
-    /// that is down (grpc/grpc-rust#2839), where etcd's Go client skips it, and right after a
-    /// member dies several tries in a row can land on it (CI saw five in a row fail with
-    /// "operation was canceled" when they were sent back to back).
+    /// Runs one unary request under the deadline, sorting its failure, and sends it again when
+    /// it failed on the way (see [`Resend`]): after a short pause that doubles each time, up to
+    /// [`MAX_RESENDS`] times (about 1.6 s in all, so a dead cluster still fails fast) and never
+    /// past the deadline. The channel's balancer keeps offering a member that is down
+    /// (grpc/grpc-rust#2839), where etcd's Go client skips it, and right after a member dies
+    /// several tries in a row can land on it (CI saw five back-to-back resends all fail with
+    /// "operation was canceled").
     async fn request<T, Fut>(&self, call: impl Fn() -> Fut) -> Result<T, Failure>
+    where
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        self.request_resending(Resend::Always, call).await.map(|sent| sent.answer)
+    }
+
+    /// [`Self::request`] with a choice of which failures are sent again; the answer says
+    /// whether a failed earlier send may have reached etcd.
+    async fn request_resending<T, Fut>(&self, resend: Resend, call: impl Fn() -> Fut) -> Result<Sent<T>, Failure>
     where
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
         let deadline = tokio::time::Instant::now() + self.options.request_timeout;
         let mut pause = FIRST_RESEND_PAUSE;
         let mut resends = 0;
+        let mut maybe_applied = false;
         loop {
             let failure = match tokio::time::timeout_at(deadline, call()).await {
-                Ok(Ok(answer)) => return Ok(answer),
+                Ok(Ok(answer)) => return Ok(Sent { answer, maybe_applied }),
                 Ok(Err(e)) => {
                     debug!(error = %e, "etcd request failed");
                     Failure::of(&e)
@@ -168,10 +178,11 @@ impl EtcdStore {
                     )));
                 }
             };
-            if !failure.is_connect_error() || resends == MAX_RESENDS || tokio::time::Instant::now() + pause >= deadline
-            {
+            let again = failure.is_connect_error() || (resend == Resend::Always && failure.is_broken_transport());
+            if !again || resends == MAX_RESENDS || tokio::time::Instant::now() + pause >= deadline {
                 return Err(failure);
             }
+            maybe_applied |= failure.is_broken_transport();
             resends += 1;
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(MAX_RESEND_PAUSE);
@@ -198,16 +209,19 @@ impl EtcdStore {
         }
     }
 
-    /// Runs a write transaction.
-    async fn txn(&self, txn: Txn, write_size: usize) -> Result<TxnResponse> {
+    /// Runs a write transaction guarded by a mod_revision compare. It is sent again even when
+    /// its connection broke after sending it (the answer says so): the guard keeps a second
+    /// send from applying twice, and the caller tells its own earlier success from a conflict
+    /// by the value it finds ([`was_ours`]).
+    async fn txn(&self, txn: Txn, write_size: usize) -> Result<Sent<TxnResponse>> {
         match self
-            .request(|| {
+            .request_resending(Resend::Always, || {
                 let (mut kv, txn) = (self.kv.clone(), txn.clone());
                 async move { kv.txn(txn).await }
             })
             .await
         {
-            Ok(response) => Ok(response),
+            Ok(sent) => Ok(sent),
             Err(failure) => Err(self.storage_error(failure, Some(write_size)).await),
         }
     }
@@ -285,13 +299,24 @@ impl Storage for EtcdStore {
         crate::check_request_size(key, &value)?;
         let size = key.len() + value.len();
         // No Else(get): AlreadyExists carries no state, so reading it back would be wasted.
-        let txn =
-            Txn::new().when([Compare::mod_revision(key, CompareOp::Equal, 0)]).and_then([TxnOp::put(key, value, None)]);
-        let response = self.txn(txn, size).await?;
-        if !response.succeeded() {
+        let txn = Txn::new().when([Compare::mod_revision(key, CompareOp::Equal, 0)]).and_then([TxnOp::put(
+            key,
+            value.clone(),
+            None,
+        )]);
+        let sent = self.txn(txn, size).await?;
+        if !sent.answer.succeeded() {
+            // An earlier send that broke on the way may have created it: then the key holds
+            // exactly our value (its uid is new), and the create succeeded.
+            if sent.maybe_applied
+                && let Some(current) = self.get_key(key).await?
+                && was_ours(&current, &value)
+            {
+                return Ok(WriteResponse { revision: current.mod_revision });
+            }
             return Err(StorageError::AlreadyExists);
         }
-        Ok(WriteResponse { revision: txn_revision(&response)? })
+        Ok(WriteResponse { revision: txn_revision(&sent.answer)? })
     }
 
     async fn update(&self, key: &[u8], value: Bytes, expected_mod_revision: Revision) -> Result<WriteResponse> {
@@ -305,11 +330,20 @@ impl Storage for EtcdStore {
         }
         let txn = Txn::new()
             .when([Compare::mod_revision(key, CompareOp::Equal, expected_mod_revision)])
-            .and_then([TxnOp::put(key, value, None)])
+            .and_then([TxnOp::put(key, value.clone(), None)])
             .or_else([TxnOp::get(key, None)]);
-        let mut response = self.txn(txn, size).await?;
+        let Sent { answer: mut response, maybe_applied } = self.txn(txn, size).await?;
         if !response.succeeded() {
-            return Err(StorageError::Conflict { current: take_else_get(&mut response) });
+            let current = take_else_get(&mut response);
+            // An earlier send that broke on the way may have applied it: the key then holds
+            // our value, written right after the revision we expected.
+            if maybe_applied
+                && let Some(current) = &current
+                && was_ours(current, &value)
+            {
+                return Ok(WriteResponse { revision: current.mod_revision });
+            }
+            return Err(StorageError::Conflict { current });
         }
         Ok(WriteResponse { revision: txn_revision(&response)? })
     }
@@ -318,13 +352,13 @@ impl Storage for EtcdStore {
         let with_prev = || Some(DeleteOptions::new().with_prev_key());
         let Some(expected) = expected_mod_revision else {
             let mut response = match self
-                .request(|| {
+                .request_resending(Resend::IfNotSent, || {
                     let (mut kv, key) = (self.kv.clone(), key.to_vec());
                     async move { kv.delete(key, with_prev()).await }
                 })
                 .await
             {
-                Ok(response) => response,
+                Ok(sent) => sent.answer,
                 Err(failure) => return Err(self.storage_error(failure, None).await),
             };
             let revision = response.header().map_or(0, ResponseHeader::revision);
@@ -335,7 +369,18 @@ impl Storage for EtcdStore {
             .when([Compare::mod_revision(key, CompareOp::Equal, expected)])
             .and_then([TxnOp::delete(key, with_prev())])
             .or_else([TxnOp::get(key, None)]);
-        let mut response = self.txn(txn, key.len()).await?;
+        // Not sent again after a broken connection: a second send could not return the value
+        // the first one deleted.
+        let mut response = match self
+            .request_resending(Resend::IfNotSent, || {
+                let (mut kv, txn) = (self.kv.clone(), txn.clone());
+                async move { kv.txn(txn).await }
+            })
+            .await
+        {
+            Ok(sent) => sent.answer,
+            Err(failure) => return Err(self.storage_error(failure, None).await),
+        };
         if !response.succeeded() {
             return Err(StorageError::Conflict { current: take_else_get(&mut response) });
         }
@@ -461,12 +506,43 @@ const FIRST_RESEND_PAUSE: Duration = Duration::from_millis(10);
 /// The longest pause between two sends of a request that could not connect.
 const MAX_RESEND_PAUSE: Duration = Duration::from_millis(500);
 
+/// Which failed sends of a request are sent again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Resend {
+    /// Only those that never reached etcd: a delete (a second send would not see the value
+    /// the first one removed).
+    IfNotSent,
+    /// Also those whose connection broke after sending: reads, and writes guarded by a
+    /// mod_revision compare (a second send cannot apply twice).
+    Always,
+}
+
+/// A request's answer, and whether an earlier send of it broke after leaving, so that etcd
+/// may have applied it.
+struct Sent<T> {
+    answer: T,
+    maybe_applied: bool,
+}
+
+/// Whether the key holds exactly the value a write sent. A created object carries a new uid,
+/// so only our create stores its bytes; another update is byte-identical to ours only if it
+/// stored exactly our state, and then calling ours done tells the truth about what is stored.
+fn was_ours(current: &KeyValue, value: &Bytes) -> bool {
+    current.value == *value
+}
+
 impl Failure {
+    /// Whether the connection broke while the request was out ("transport error", a reset
+    /// stream): etcd may or may not have received it.
+    fn is_broken_transport(&self) -> bool {
+        const BROKEN: [&str; 3] = ["transport error", "connection reset", "stream closed because of a broken pipe"];
+        matches!(self, Failure::Other(message) if BROKEN.iter().any(|sign| message.contains(sign)))
+    }
+
     /// Whether the request failed before reaching etcd: no connection to the member, or
     /// hyper cancelled it because the member's connection closed while the request waited to
-    /// be sent ("operation was canceled"; a request already sent fails with an HTTP/2 stream
-    /// error instead). Every write is a transaction guarded by a mod_revision compare, so even
-    /// a request that did arrive cannot be applied twice.
+    /// be sent ("operation was canceled"; a request already sent fails with a transport error
+    /// instead).
     fn is_connect_error(&self) -> bool {
         const NOT_SENT: [&str; 3] = ["tcp connect error", "Connection refused", "operation was canceled"];
         matches!(self, Failure::Other(message) if NOT_SENT.iter().any(|sign| message.contains(sign)))

@@ -205,10 +205,12 @@ async fn watch_resumes_after_etcd_is_killed_and_restarted() {
             failures
         }
     });
-    for _ in 0..2 {
+    // A short outage (writes that cannot connect are sent again, so they may ride it out), then
+    // one longer than the store's resends (about 1.6 s), which the writer must see.
+    for outage in [300, 2500] {
         tokio::time::sleep(Duration::from_millis(300)).await;
         etcd.kill().await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        tokio::time::sleep(Duration::from_millis(outage)).await;
         etcd.restart().await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
