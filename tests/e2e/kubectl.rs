@@ -6,7 +6,13 @@ use serde_json::Value;
 use crate::on_both_backends;
 use crate::support::{Backend, Server};
 
-on_both_backends!(create_get_label_annotate_delete, apply_twice_patches, namespaces_come_and_go, delete_by_label,);
+on_both_backends!(
+    create_get_label_annotate_delete,
+    apply_twice_patches,
+    namespaces_come_and_go,
+    delete_by_label,
+    objects_come_back_with_kubes_defaults,
+);
 
 const CONFIGMAP: &str = "apiVersion: v1
 kind: ConfigMap
@@ -131,7 +137,10 @@ async fn apply_twice_patches(backend: Backend) {
     assert_eq!(containers.len(), 1, "{second}");
     assert_eq!(
         containers[0],
-        serde_json::json!({"name": "nginx", "image": "nginx:1.27", "ports": [{"containerPort": 80}]})
+        // As kube stores it: the manifest's fields and the scheme's defaults.
+        serde_json::json!({"name": "nginx", "image": "nginx:1.27", "ports": [{"containerPort": 80, "protocol": "TCP"}],
+            "imagePullPolicy": "IfNotPresent", "resources": {},
+            "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"})
     );
     assert_eq!(second["metadata"]["generation"], 2);
     // The last-applied annotation follows the manifest.
@@ -175,4 +184,39 @@ async fn delete_by_label(backend: Backend) {
     let names: Vec<&str> =
         left["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["c"]);
+}
+
+/// What kubectl's generators send is stored with kube's scheme defaults, so controllers read
+/// the objects a real cluster would return (`kubectl create deployment` leaves the strategy,
+/// history limit and deadline to the server; `kubectl run` the pod's policies).
+async fn objects_come_back_with_kubes_defaults(backend: Backend) {
+    let server = Server::start("kubectl-defaults", backend, &[]).await;
+    let k = server.kubectl();
+    k.run(&["create", "deployment", "web", "--image=nginx:1.27"]).await.ok();
+    let deployment = k.get_json(&["deployment", "web"]).await;
+    let spec = &deployment["spec"];
+    assert_eq!(spec["replicas"], 1, "{deployment}");
+    assert_eq!(spec["strategy"]["type"], "RollingUpdate");
+    assert_eq!(spec["strategy"]["rollingUpdate"], serde_json::json!({"maxSurge": "25%", "maxUnavailable": "25%"}));
+    assert_eq!(spec["revisionHistoryLimit"], 10);
+    assert_eq!(spec["progressDeadlineSeconds"], 600);
+    let template = &spec["template"]["spec"];
+    assert_eq!(template["restartPolicy"], "Always");
+    assert_eq!(template["dnsPolicy"], "ClusterFirst");
+    assert_eq!(template["schedulerName"], "default-scheduler");
+    assert_eq!(template["terminationGracePeriodSeconds"], 30);
+    assert_eq!(template["containers"][0]["imagePullPolicy"], "IfNotPresent");
+
+    k.run(&["run", "box", "--image=busybox", "--restart=Never"]).await.ok();
+    let pod = k.get_json(&["pod", "box"]).await;
+    assert_eq!(pod["spec"]["restartPolicy"], "Never", "{pod}");
+    assert_eq!(pod["spec"]["enableServiceLinks"], true);
+    assert_eq!(pod["spec"]["containers"][0]["imagePullPolicy"], "Always");
+    assert_eq!(pod["spec"]["containers"][0]["terminationMessagePolicy"], "File");
+
+    k.run(&["create", "service", "clusterip", "web", "--tcp=80:8080"]).await.ok();
+    let service = k.get_json(&["service", "web"]).await;
+    assert_eq!(service["spec"]["sessionAffinity"], "None", "{service}");
+    assert_eq!(service["spec"]["ipFamilies"], serde_json::json!(["IPv4"]));
+    assert_eq!(service["spec"]["clusterIPs"][0], service["spec"]["clusterIP"]);
 }

@@ -3,6 +3,7 @@
 
 pub mod apps_validation;
 pub mod continue_token;
+pub mod defaults;
 pub mod fingerprint;
 pub mod go_json;
 pub mod object;

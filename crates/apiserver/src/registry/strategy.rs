@@ -2,9 +2,10 @@
 //! strategies, reduced to what clients can observe).
 //!
 //! * create: server-owned metadata is set (uid, creationTimestamp, generation 1; name from
-//!   generateName), client-set deletion fields are cleared, per-kind defaults apply (a Pod
-//!   starts Pending, a Namespace Active with the `kubernetes` finalizer, a Deployment with one
-//!   replica), and kinds with a status subresource start with an empty status;
+//!   generateName), client-set deletion fields are cleared, per-kind state is set (a Pod
+//!   starts Pending, a Namespace Active with the `kubernetes` finalizer, a Service gets a
+//!   cluster IP), kube's scheme defaults apply ([`listwatch_meta::defaults`]), and kinds with a
+//!   status subresource start with an empty status;
 //! * update of the main resource: server-owned metadata is kept from the stored object,
 //!   `.status` is kept when the kind has a status subresource, `generation` goes up only when
 //!   something outside metadata and status changed; no new finalizers once deletion started;
@@ -80,18 +81,13 @@ pub fn prepare_for_create(resource: &Resource, object: &mut Map<String, Value>) 
                     let ip = format!("10.96.{}.{}", rand::random_range(0..=255u8), rand::random_range(1..=254u8));
                     spec.entry("clusterIP").or_insert_with(|| json!(ip));
                 }
-                if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
-                    for port in ports.iter_mut().filter_map(Value::as_object_mut) {
-                        port.entry("protocol").or_insert_with(|| json!("TCP"));
-                        if let Some(p) = port.get("port").cloned() {
-                            port.entry("targetPort").or_insert(p);
-                        }
-                    }
-                }
             }
         }
         _ => {}
     }
+    // kube defaults when it decodes the body, before validation; here after the allocations
+    // above, so that a Service's clusterIPs name the cluster IP it was given.
+    listwatch_meta::defaults::apply_defaults(resource.group, resource.kind, object);
 }
 
 /// kube-apiserver labels every namespace `kubernetes.io/metadata.name=<name>`, on create and
@@ -131,6 +127,9 @@ pub fn prepare_for_update(
         };
         return Ok(out);
     }
+    // Defaulted before anything is compared: a field the client left out comes back as its
+    // default, which changes nothing (nor the generation).
+    listwatch_meta::defaults::apply_defaults(resource.group, resource.kind, &mut new);
     let old_meta = old.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
     {
         let meta = metadata(&mut new);
