@@ -1,11 +1,15 @@
 //! The `scale` subresource: an autoscaling/v1 `Scale` view of `.spec.replicas` for
-//! deployments and replicasets (what `kubectl scale` reads and patches).
+//! deployments and replicasets (what `kubectl scale` reads and patches). A write through it
+//! is recorded in the parent's managedFields as kube records it: an `Update` entry of the
+//! parent's version with `subresource: scale`, owning `.spec.replicas`.
 
 use bytes::Bytes;
 use http::HeaderMap;
+use listwatch_meta::registry::Subresource;
 use listwatch_meta::{ApiError, Object};
 use serde_json::{Map, Value, json};
 
+use super::field_manager;
 use super::patch_kind::PatchKind;
 use crate::handlers::body_in;
 use crate::registry::ResourceStore;
@@ -90,6 +94,7 @@ async fn set_replicas(
     store: &ResourceStore,
     req: &ResourceRequest,
     dry_run: bool,
+    manager: &str,
     patch: Option<(PatchKind, &Value)>,
     mut scale_after: impl FnMut(&Object) -> Result<Value, ApiError>,
 ) -> Result<HttpResponse, ApiError> {
@@ -129,6 +134,8 @@ async fn set_replicas(
             }
             let old = object.clone();
             object.entry("spec").or_insert_with(|| json!({}))["replicas"] = json!(replicas);
+            let object =
+                field_manager::record_update(store.resource, Some(Subresource::Scale), &existing.value(), object, manager);
             let new = crate::registry::strategy::prepare_for_update(store.resource, &old, object, None)?;
             Ok(Step::Write(new))
         })
@@ -145,6 +152,7 @@ pub async fn update(
     headers: &HeaderMap,
     body: Bytes,
     dry_run: bool,
+    manager: &str,
 ) -> Result<HttpResponse, ApiError> {
     if body_in::input_media_type(headers)? != "application/json" {
         return Err(ApiError::unsupported_media_type());
@@ -157,7 +165,7 @@ pub async fn update(
     let scale: Value = body_in::from_json(&body).map_err(|e| {
         body_in::unrecognized("Scale", &format!("couldn't get version/kind; json parse error: {e}"), &body)
     })?;
-    set_replicas(store, req, dry_run, None, |_| Ok(scale.clone())).await
+    set_replicas(store, req, dry_run, manager, None, |_| Ok(scale.clone())).await
 }
 
 pub async fn patch(
@@ -167,8 +175,9 @@ pub async fn patch(
     kind: PatchKind,
     patch: &Value,
     dry_run: bool,
+    manager: &str,
 ) -> Result<HttpResponse, ApiError> {
-    set_replicas(store, req, dry_run, Some((kind, patch)), |existing| {
+    set_replicas(store, req, dry_run, manager, Some((kind, patch)), |existing| {
         // Scale has no merge keys: strategic merge behaves as a merge patch here.
         let kind = if kind == PatchKind::Strategic { PatchKind::Merge } else { kind };
         kind.apply(store.resource, &scale_of(existing), patch)
