@@ -148,6 +148,16 @@ pub fn record_update(
     with_managed_fields(new, &recorded)
 }
 
+/// Carries a request's `metadata.managedFields: []` (a reset: the object's managedFields are
+/// cleared) from `sent` over to `decoded`: normalizing by the kind's schema cannot tell an
+/// empty list from none, as Go's JSON decoder can.
+pub fn carry_reset(sent: &Map<String, Value>, decoded: &mut Map<String, Value>) {
+    let empty = sent.get("metadata").and_then(|m| m.get("managedFields")).and_then(Value::as_array).is_some_and(Vec::is_empty);
+    if empty {
+        crate::registry::metadata_mut(decoded).insert("managedFields".into(), json!([]));
+    }
+}
+
 /// How a write keeps managedFields.
 #[derive(Clone, Copy, Debug)]
 pub enum Ownership<'a> {

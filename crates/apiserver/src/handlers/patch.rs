@@ -5,7 +5,7 @@
 use listwatch_meta::{ApiError, go_json};
 use serde_json::Value;
 
-use super::field_manager::{Ownership, update_manager};
+use super::field_manager::{self, Ownership, update_manager};
 use super::patch_kind::PatchKind;
 use super::write::{WriteRequest, respond, update_to};
 use super::{apply, kinds, scale, schema};
@@ -55,9 +55,10 @@ pub async fn patch(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
             }
         }
         let source = schema::Source::Patch { shown: &shown, strategic };
-        let (map, found) = schema::decode(resource, map.clone(), source, validation)?;
+        let (mut decoded, found) = schema::decode(resource, map.clone(), source, validation)?;
+        field_manager::carry_reset(&map, &mut decoded);
         warnings = found;
-        Ok(map)
+        Ok(decoded)
     })
     .await?;
     Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings))

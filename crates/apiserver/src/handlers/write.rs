@@ -66,7 +66,9 @@ fn decode_body(
         return schema::decode(resource, object, schema::Source::Body(b""), validation);
     }
     let object = body_in::decode_object(headers, body, resource)?;
-    schema::decode(resource, object, schema::Source::Body(body), validation)
+    let (mut decoded, warnings) = schema::decode(resource, object.clone(), schema::Source::Body(body), validation)?;
+    field_manager::carry_reset(&object, &mut decoded);
+    Ok((decoded, warnings))
 }
 
 pub(super) fn respond(store: &ResourceStore, media: MediaType, code: u16, object: &Object) -> HttpResponse {
@@ -256,7 +258,15 @@ pub(super) async fn update_to(
                 new = field_manager::record_update(resource, sub, &existing.value(), new, manager);
             }
             let old = editable(existing);
-            let new = strategy::prepare_for_update(resource, &old, new, sub)?;
+            // managedFields are the field manager's: kept whatever the strategy keeps of the
+            // metadata (the status strategy keeps the stored metadata).
+            let managed_fields = new.get("metadata").and_then(|m| m.get("managedFields")).cloned();
+            let mut new = strategy::prepare_for_update(resource, &old, new, sub)?;
+            let metadata = metadata_mut(&mut new);
+            match managed_fields {
+                Some(entries) => metadata.insert("managedFields".into(), entries),
+                None => metadata.shift_remove("managedFields"),
+            };
             if sub.is_none() {
                 let errors = strategy::validate_update(resource, &old, &new);
                 if !errors.is_empty() {
