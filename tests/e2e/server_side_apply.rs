@@ -36,7 +36,13 @@ async fn entries(server: &Server, path: &str) -> Vec<Value> {
 fn owners(entries: &[Value]) -> Vec<(String, String, Value)> {
     entries
         .iter()
-        .map(|e| (e["manager"].as_str().unwrap().to_owned(), e["operation"].as_str().unwrap().to_owned(), e["fieldsV1"].clone()))
+        .map(|e| {
+            (
+                e["manager"].as_str().unwrap().to_owned(),
+                e["operation"].as_str().unwrap().to_owned(),
+                e["fieldsV1"].clone(),
+            )
+        })
         .collect()
 }
 
@@ -114,7 +120,10 @@ async fn apply_creates_prunes_conflicts_and_forces(backend: Backend) {
     assert_eq!(unchanged["metadata"]["resourceVersion"], object["metadata"]["resourceVersion"]);
 
     // --force-conflicts takes `a` over.
-    let out = k.run_with_input(&["apply", "--server-side", "--field-manager=other", "--force-conflicts", "-f", "-"], other).await.ok();
+    let out = k
+        .run_with_input(&["apply", "--server-side", "--field-manager=other", "--force-conflicts", "-f", "-"], other)
+        .await
+        .ok();
     assert_eq!(out.trim(), "configmap/demo serverside-applied");
     let (_, forced) = server.get(&path).await;
     assert_eq!(forced["data"], json!({"a": "changed", "c": "3"}));
@@ -133,9 +142,12 @@ async fn apply_creates_prunes_conflicts_and_forces(backend: Backend) {
     k.run_with_input(&["apply", "--server-side", "--field-manager=other", "-f", "-"], other_without_c).await.ok();
     let (_, shared) = server.get(&path).await;
     assert_eq!(shared["data"], json!({"a": "changed", "c": "3"}), "kubectl still owns c");
-    k.run_with_input(&["apply", "--server-side", "-f", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n")
-        .await
-        .ok();
+    k.run_with_input(
+        &["apply", "--server-side", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n",
+    )
+    .await
+    .ok();
     let (_, dropped) = server.get(&path).await;
     assert_eq!(dropped["data"], json!({"a": "changed"}), "nobody owns c any more");
     assert_eq!(dropped["metadata"]["labels"], Value::Null, "kubectl dropped its label too");
@@ -144,15 +156,17 @@ async fn apply_creates_prunes_conflicts_and_forces(backend: Backend) {
 async fn server_dry_run_stores_nothing(backend: Backend) {
     let server = Server::start("ssa-dry-run", backend, &[]).await;
     let k = server.kubectl();
-    let out = k.run_with_input(&["apply", "--server-side", "--dry-run=server", "-f", "-"], &configmap("{a: '1'}")).await.ok();
+    let out =
+        k.run_with_input(&["apply", "--server-side", "--dry-run=server", "-f", "-"], &configmap("{a: '1'}")).await.ok();
     assert_eq!(out.trim(), "configmap/demo serverside-applied (server dry run)");
     assert_eq!(server.get(&format!("{CMS}/demo")).await.0, 404);
 
     // On an existing object: the answer shows the change, storage keeps the object as it was.
     k.run_with_input(&["apply", "--server-side", "-f", "-"], &configmap("{a: '1'}")).await.ok();
     let (_, stored) = server.get(&format!("{CMS}/demo")).await;
-    let (code, answered) =
-        server.send("PATCH", &format!("{CMS}/demo?fieldManager=kubectl&dryRun=All"), APPLY, configmap("{a: '2'}")).await;
+    let (code, answered) = server
+        .send("PATCH", &format!("{CMS}/demo?fieldManager=kubectl&dryRun=All"), APPLY, configmap("{a: '2'}"))
+        .await;
     assert_eq!(code, 200, "{answered}");
     assert_eq!(answered["data"]["a"], "2");
     let (_, after) = server.get(&format!("{CMS}/demo")).await;
@@ -236,7 +250,8 @@ async fn raw_apply_with_a_json_body_and_status(backend: Backend) {
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "api"}},
                  "template": {"metadata": {"labels": {"app": "api"}},
                               "spec": {"containers": [{"name": "app", "image": "app:1", "ports": [{"containerPort": 8080}]}]}}}});
-    let (code, created) = server.send("PATCH", &format!("{path}?fieldManager=deployer"), APPLY, config.to_string()).await;
+    let (code, created) =
+        server.send("PATCH", &format!("{path}?fieldManager=deployer"), APPLY, config.to_string()).await;
     assert_eq!(code, 201, "{created}");
     let fields = &created["metadata"]["managedFields"][0]["fieldsV1"];
     // Containers by name, ports by containerPort and the defaulted protocol.
@@ -266,8 +281,14 @@ async fn raw_apply_with_a_json_body_and_status(backend: Backend) {
         .expect("the controller's entry");
     assert_eq!(controller["subresource"], "status");
     assert_eq!(controller["fieldsV1"], json!({"f:status": {"f:readyReplicas": {}, "f:replicas": {}}}));
-    let (code, ignored) =
-        server.send("PATCH", &format!("{path}?fieldManager=other"), APPLY, status.to_string().replace("\"readyReplicas\":1", "\"readyReplicas\":0")).await;
+    let (code, ignored) = server
+        .send(
+            "PATCH",
+            &format!("{path}?fieldManager=other"),
+            APPLY,
+            status.to_string().replace("\"readyReplicas\":1", "\"readyReplicas\":0"),
+        )
+        .await;
     assert_eq!(code, 200, "{ignored}");
     assert_eq!(ignored["status"]["readyReplicas"], 1);
     assert!(ignored["metadata"]["managedFields"].as_array().unwrap().iter().all(|e| e["manager"] != "other"));
@@ -283,7 +304,11 @@ async fn every_write_keeps_update_entries(backend: Backend) {
     assert_eq!(
         owners(&got),
         [
-            owner("kubectl-create", "Update", json!({"f:data": {".": {}, "f:a": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}})),
+            owner(
+                "kubectl-create",
+                "Update",
+                json!({"f:data": {".": {}, "f:a": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
+            ),
             owner("kubectl-label", "Update", json!({"f:metadata": {"f:labels": {"f:tier": {}}}})),
         ]
     );
@@ -310,7 +335,12 @@ async fn every_write_keeps_update_entries(backend: Backend) {
     for i in 0..11 {
         let patch = json!({"metadata": {"annotations": {format!("n{i}"): "x"}}});
         let (code, body) = server
-            .send("PATCH", &format!("{path}?fieldManager=writer-{i:02}"), "application/merge-patch+json", patch.to_string())
+            .send(
+                "PATCH",
+                &format!("{path}?fieldManager=writer-{i:02}"),
+                "application/merge-patch+json",
+                patch.to_string(),
+            )
             .await;
         assert_eq!(code, 200, "{body}");
     }
@@ -320,16 +350,19 @@ async fn every_write_keeps_update_entries(backend: Backend) {
     assert!(got.iter().all(|e| e["operation"] == "Update"));
 
     // `managedFields: []` clears them; an object without any keeps none on later updates.
-    let (code, cleared) = server
-        .send("PATCH", &path, "application/merge-patch+json", r#"{"metadata":{"managedFields":[]}}"#)
-        .await;
+    let (code, cleared) =
+        server.send("PATCH", &path, "application/merge-patch+json", r#"{"metadata":{"managedFields":[]}}"#).await;
     assert_eq!(code, 200, "{cleared}");
     assert_eq!(cleared["metadata"]["managedFields"], Value::Null);
-    let (_, later) =
-        server.send("PATCH", &format!("{path}?fieldManager=m"), "application/merge-patch+json", r#"{"data":{"b":"1"}}"#).await;
+    let (_, later) = server
+        .send("PATCH", &format!("{path}?fieldManager=m"), "application/merge-patch+json", r#"{"data":{"b":"1"}}"#)
+        .await;
     assert_eq!(later["metadata"]["managedFields"], Value::Null);
     // The next apply first gives every existing field to before-first-apply.
     let (code, status) = server.send("PATCH", &format!("{path}?fieldManager=m"), APPLY, configmap("{a: other}")).await;
     assert_eq!(code, 409, "{status}");
-    assert_eq!(status["message"], r#"Apply failed with 1 conflict: conflict with "before-first-apply" using v1: .data.a"#);
+    assert_eq!(
+        status["message"],
+        r#"Apply failed with 1 conflict: conflict with "before-first-apply" using v1: .data.a"#
+    );
 }

@@ -55,16 +55,18 @@ pub async fn apply(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
         duplicate_key: listwatch_encoding::yaml::duplicate_key_error(&body),
     };
     if applier.subresource == Some(Subresource::Scale) {
-        return Err(ApiError::unsupported_media_type_of(&["application/json-patch+json", "application/merge-patch+json"]));
+        return Err(ApiError::unsupported_media_type_of(&[
+            "application/json-patch+json",
+            "application/merge-patch+json",
+        ]));
     }
     for _ in 0..CREATE_RACES {
         let mut warnings = Vec::new();
-        let updated =
-            write::update_to(store, req, options.dry_run, false, Ownership::Made, |existing| {
-                warnings.clear();
-                applier.applied(Some(&existing.value()), &mut warnings)
-            })
-            .await;
+        let updated = write::update_to(store, req, options.dry_run, false, Ownership::Made, |existing| {
+            warnings.clear();
+            applier.applied(Some(&existing.value()), &mut warnings)
+        })
+        .await;
         match updated {
             Ok(updated) => {
                 return Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings));
@@ -170,7 +172,8 @@ impl Applier<'_> {
             .map(|path| format!("{}: field not declared in schema", smd_path(config, &*self.schema, path)))
             .collect();
         if errors.is_empty()
-            && let Some(error) = listwatch_proto::go_decode_error(group, version, kind, config).map_err(ApiError::internal)?
+            && let Some(error) =
+                listwatch_proto::go_decode_error(group, version, kind, config).map_err(ApiError::internal)?
         {
             errors.push(error);
         }
@@ -202,12 +205,7 @@ fn gvknn(config: &Value) -> String {
     let text = |pointer: &str| config.pointer(pointer).and_then(Value::as_str).unwrap_or_default();
     let api_version = text("/apiVersion");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    format!(
-        "{}/{}; {group}/{version}, Kind={}",
-        text("/metadata/namespace"),
-        text("/metadata/name"),
-        text("/kind")
-    )
+    format!("{}/{}; {group}/{version}, Kind={}", text("/metadata/namespace"), text("/metadata/name"), text("/kind"))
 }
 
 /// A strict decoder's field path (`spec.template.spec.containers[0].foo`) as structured-merge-diff
@@ -317,6 +315,9 @@ mod tests {
             ".spec.template.spec.containers[name=\"app\"].ports[containerPort=80,protocol=\"TCP\"].foo"
         );
         assert_eq!(smd_path(&config, &schema, "spec.foo"), ".spec.foo");
-        assert_eq!(gvknn(&json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}})), "/d; apps/v1, Kind=Deployment");
+        assert_eq!(
+            gvknn(&json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}})),
+            "/d; apps/v1, Kind=Deployment"
+        );
     }
 }

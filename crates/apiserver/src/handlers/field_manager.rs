@@ -59,7 +59,9 @@ fn reset_fields(resource: &Resource, subresource: Option<Subresource>, objects: 
             let mut names: Vec<&str> = vec!["metadata"];
             for object in objects {
                 if let Some(map) = object.as_object() {
-                    names.extend(map.keys().map(String::as_str).filter(|k| !matches!(*k, "status" | "apiVersion" | "kind")));
+                    names.extend(
+                        map.keys().map(String::as_str).filter(|k| !matches!(*k, "status" | "apiVersion" | "kind")),
+                    );
                 }
             }
             names.sort_unstable();
@@ -88,8 +90,7 @@ pub fn field_manager<'s>(
 /// The manager of a create, update or non-apply patch: `fieldManager`, else the User-Agent up
 /// to its first `/` (kube's `managerOrUserAgent`; kubectl's is `kubectl`).
 pub fn update_manager(query: &Query, headers: &HeaderMap) -> String {
-    let user_agent =
-        headers.get(http::header::USER_AGENT).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let user_agent = headers.get(http::header::USER_AGENT).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     manager_or_user_agent(query.get("fieldManager"), user_agent.as_deref().unwrap_or_default())
 }
 
@@ -152,7 +153,8 @@ pub fn record_update(
 /// cleared) from `sent` over to `decoded`: normalizing by the kind's schema cannot tell an
 /// empty list from none, as Go's JSON decoder can.
 pub fn carry_reset(sent: &Map<String, Value>, decoded: &mut Map<String, Value>) {
-    let empty = sent.get("metadata").and_then(|m| m.get("managedFields")).and_then(Value::as_array).is_some_and(Vec::is_empty);
+    let empty =
+        sent.get("metadata").and_then(|m| m.get("managedFields")).and_then(Value::as_array).is_some_and(Vec::is_empty);
     if empty {
         crate::registry::metadata_mut(decoded).insert("managedFields".into(), json!([]));
     }
@@ -194,7 +196,10 @@ mod tests {
         assert_eq!(entries[0]["manager"], "creator");
         assert_eq!(entries[0]["operation"], "Update");
         assert_eq!(entries[0]["apiVersion"], "v1");
-        assert_eq!(entries[0]["fieldsV1"], json!({"f:data": {".": {}, "f:k": {}}, "f:metadata": {"f:labels": {".": {}, "f:a": {}}}}));
+        assert_eq!(
+            entries[0]["fieldsV1"],
+            json!({"f:data": {".": {}, "f:k": {}}, "f:metadata": {"f:labels": {".": {}, "f:a": {}}}})
+        );
         // The body is kept as it was (no apiVersion or kind added).
         assert!(created.get("kind").is_none());
 

@@ -134,8 +134,13 @@ async fn set_replicas(
             }
             let old = object.clone();
             object.entry("spec").or_insert_with(|| json!({}))["replicas"] = json!(replicas);
-            let object =
-                field_manager::record_update(store.resource, Some(Subresource::Scale), &existing.value(), object, manager);
+            let object = field_manager::record_update(
+                store.resource,
+                Some(Subresource::Scale),
+                &existing.value(),
+                object,
+                manager,
+            );
             let new = crate::registry::strategy::prepare_for_update(store.resource, &old, object, None)?;
             Ok(Step::Write(new))
         })
