@@ -292,6 +292,24 @@ async fn raw_apply_with_a_json_body_and_status(backend: Backend) {
     assert_eq!(code, 200, "{ignored}");
     assert_eq!(ignored["status"]["readyReplicas"], 1);
     assert!(ignored["metadata"]["managedFields"].as_array().unwrap().iter().all(|e| e["manager"] != "other"));
+
+    // An autoscaler applies a Scale: the parent's replicas are the deployer's until forced.
+    let scale =
+        json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "api"}, "spec": {"replicas": 3}});
+    let scale_path = format!("{path}/scale?fieldManager=autoscaler");
+    let (code, status) = server.send("PATCH", &scale_path, APPLY, scale.to_string()).await;
+    assert_eq!(code, 409, "{status}");
+    assert_eq!(status["message"], r#"Apply failed with 1 conflict: conflict with "deployer": .spec.replicas"#);
+    let (code, scaled) = server.send("PATCH", &format!("{scale_path}&force=true"), APPLY, scale.to_string()).await;
+    assert_eq!((code, &scaled["kind"], &scaled["spec"]["replicas"]), (200, &json!("Scale"), &json!(3)), "{scaled}");
+    let got = entries(&server, path).await;
+    let autoscaler = got.iter().find(|e| e["manager"] == "autoscaler").expect("the autoscaler's entry");
+    assert_eq!(
+        (&autoscaler["operation"], &autoscaler["apiVersion"], &autoscaler["subresource"], &autoscaler["fieldsV1"]),
+        (&json!("Apply"), &json!("apps/v1"), &json!("scale"), &json!({"f:spec": {"f:replicas": {}}}))
+    );
+    let deployer = got.iter().find(|e| e["manager"] == "deployer").unwrap();
+    assert!(deployer["fieldsV1"]["f:spec"].get("f:replicas").is_none(), "{deployer}");
 }
 
 async fn every_write_keeps_update_entries(backend: Backend) {

@@ -6,7 +6,8 @@
 //! `Apply` entry becomes exactly its fields (`listwatch_patch::apply`, over
 //! [`field_manager::apply_schema`]); fields another manager owns with another value are a 409
 //! unless `force=true`. An apply to a missing object creates it (201), except through
-//! `/status`, which has no create.
+//! `/status` and `/scale`, which have no create. Through `/scale` the configuration is an
+//! autoscaling/v1 `Scale` whose `spec.replicas` is applied to the parent (`super::scale`).
 //!
 //! Checks, in kube's order: the options (422 without `fieldManager`), the YAML (400 `error
 //! decoding YAML: …`), the configuration's kind (400 `invalid object type: …`), no
@@ -55,10 +56,7 @@ pub async fn apply(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
         duplicate_key: listwatch_encoding::yaml::duplicate_key_error(&body),
     };
     if applier.subresource == Some(Subresource::Scale) {
-        return Err(ApiError::unsupported_media_type_of(&[
-            "application/json-patch+json",
-            "application/merge-patch+json",
-        ]));
+        return super::scale::apply(store, req, &config, &options).await;
     }
     for _ in 0..CREATE_RACES {
         let mut warnings = Vec::new();
@@ -188,7 +186,7 @@ impl Applier<'_> {
 
 /// An apply failure as kube answers it, except that a configuration which does not fit the
 /// schema is the client's 400, not kube's 500.
-fn apply_error(error: ApplyError) -> ApiError {
+pub(super) fn apply_error(error: ApplyError) -> ApiError {
     match &error {
         ApplyError::Internal(message) if message.starts_with("failed to create typed patch object") => {
             ApiError::bad_request(message.clone())
@@ -203,9 +201,18 @@ fn apply_error(error: ApplyError) -> ApiError {
 /// kube's `objectGVKNN` of a configuration: `namespace/name; group/version, Kind=Kind`.
 fn gvknn(config: &Value) -> String {
     let text = |pointer: &str| config.pointer(pointer).and_then(Value::as_str).unwrap_or_default();
-    let api_version = text("/apiVersion");
+    format!(
+        "{}/{}; {}",
+        text("/metadata/namespace"),
+        text("/metadata/name"),
+        gvk_text(text("/apiVersion"), text("/kind"))
+    )
+}
+
+/// A GroupVersionKind as Go prints it: `apps/v1, Kind=Deployment`, `/v1, Kind=Pod`.
+pub(super) fn gvk_text(api_version: &str, kind: &str) -> String {
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    format!("{}/{}; {group}/{version}, Kind={}", text("/metadata/namespace"), text("/metadata/name"), text("/kind"))
+    format!("{group}/{version}, Kind={kind}")
 }
 
 /// A strict decoder's field path (`spec.template.spec.containers[0].foo`) as structured-merge-diff

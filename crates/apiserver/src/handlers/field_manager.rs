@@ -149,6 +149,39 @@ pub fn record_update(
     with_managed_fields(new, &recorded)
 }
 
+/// A server-side apply through `/scale` of `scale` (an autoscaling/v1 Scale configuration) by
+/// `manager` to `live`: the Scale's `spec.replicas` is applied as the parent's, with an `Apply`
+/// entry of the parent's version and `subresource: scale` (kube's `ScaleHandler` maps the
+/// entries between the two the same way). `object` is the parent as the write leaves it; it
+/// gets the new managedFields.
+pub fn record_scale_apply(
+    resource: &Resource,
+    live: &Value,
+    object: Map<String, Value>,
+    scale: &Value,
+    manager: &str,
+    force: bool,
+) -> Result<Map<String, Value>, listwatch_patch::apply::ApplyError> {
+    let mut config = json!({"apiVersion": resource.api_version(), "kind": resource.kind, "metadata": {}});
+    for field in ["name", "namespace"] {
+        if let Some(value) = scale.pointer(&format!("/metadata/{field}")) {
+            config["metadata"][field] = value.clone();
+        }
+    }
+    if let Some(replicas) = scale.pointer("/spec/replicas") {
+        config["spec"] = json!({"replicas": replicas});
+    }
+    let schema = apply_schema(resource);
+    let applied = field_manager(&*schema, resource, Some(Subresource::Scale), &[]).apply(
+        Some(live),
+        &config,
+        manager,
+        force,
+        &now_rfc3339(),
+    )?;
+    Ok(with_managed_fields(object, &applied))
+}
+
 /// Carries a request's `metadata.managedFields: []` (a reset: the object's managedFields are
 /// cleared) from `sent` over to `decoded`: normalizing by the kind's schema cannot tell an
 /// empty list from none, as Go's JSON decoder can.
