@@ -24,9 +24,8 @@
 
 use listwatch_encoding::has_schema;
 use listwatch_meta::registry::Subresource;
-use listwatch_meta::status::Status;
 use listwatch_meta::{ApiError, Object, Resource};
-use listwatch_patch::apply::{ApplyError, ApplySchema, ListType, PathElement, path_string};
+use listwatch_patch::apply::{ApplySchema, ListType, PathElement, path_string};
 use serde_json::{Map, Value};
 
 use super::field_manager::{self, Ownership, SharedSchema};
@@ -129,7 +128,7 @@ impl Applier<'_> {
         let manager = field_manager::field_manager(&*self.schema, resource, self.subresource, &objects);
         let applied = manager
             .apply(live, self.config, &self.options.manager, self.options.force, &strategy::now_rfc3339())
-            .map_err(apply_error)?;
+            .map_err(field_manager::apply_error)?;
         if let Some(duplicate) = &self.duplicate_key {
             match self.options.validation {
                 FieldValidation::Strict => {
@@ -184,20 +183,6 @@ impl Applier<'_> {
     }
 }
 
-/// An apply failure as kube answers it, except that a configuration which does not fit the
-/// schema is the client's 400, not kube's 500.
-pub(super) fn apply_error(error: ApplyError) -> ApiError {
-    match &error {
-        ApplyError::Internal(message) if message.starts_with("failed to create typed patch object") => {
-            ApiError::bad_request(message.clone())
-        }
-        _ => match serde_json::from_value::<Status>(error.status()) {
-            Ok(status) => ApiError(Box::new(status)),
-            Err(e) => ApiError::internal(e),
-        },
-    }
-}
-
 /// kube's `objectGVKNN` of a configuration: `namespace/name; group/version, Kind=Kind`.
 fn gvknn(config: &Value) -> String {
     let text = |pointer: &str| config.pointer(pointer).and_then(Value::as_str).unwrap_or_default();
@@ -205,14 +190,8 @@ fn gvknn(config: &Value) -> String {
         "{}/{}; {}",
         text("/metadata/namespace"),
         text("/metadata/name"),
-        gvk_text(text("/apiVersion"), text("/kind"))
+        field_manager::gvk_text(text("/apiVersion"), text("/kind"))
     )
-}
-
-/// A GroupVersionKind as Go prints it: `apps/v1, Kind=Deployment`, `/v1, Kind=Pod`.
-pub(super) fn gvk_text(api_version: &str, kind: &str) -> String {
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    format!("{group}/{version}, Kind={kind}")
 }
 
 /// A strict decoder's field path (`spec.template.spec.containers[0].foo`) as structured-merge-diff

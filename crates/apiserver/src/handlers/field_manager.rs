@@ -7,6 +7,7 @@
 //!   `fieldManager` or else derived from the User-Agent ([`update_manager`]);
 //! * a server-side apply builds the new object and its `Apply` entry in one step
 //!   ([`field_manager`], used by `super::apply`);
+//! * [`apply_error`]: an apply's failure as the Status kube answers;
 //! * [`apply_schema`] is the one place a resource's schema is looked up: how its lists and maps
 //!   merge and are owned. Built-in kinds have their tables; a kind that can bring its own schema
 //!   (a custom resource's OpenAPI v3 schema, `listwatch_patch::apply::OpenApiSchema`) plugs in
@@ -21,8 +22,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use http::HeaderMap;
-use listwatch_meta::Resource;
 use listwatch_meta::registry::Subresource;
+use listwatch_meta::{ApiError, Resource};
 use listwatch_patch::apply::{ApplySchema, FieldManager, FieldSet, manager_or_user_agent};
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
@@ -191,6 +192,28 @@ pub fn carry_reset(sent: &Map<String, Value>, decoded: &mut Map<String, Value>) 
     if empty {
         crate::registry::metadata_mut(decoded).insert("managedFields".into(), json!([]));
     }
+}
+
+/// An apply failure as kube answers it, except that a configuration which does not fit the
+/// schema is the client's 400, not kube's 500.
+pub fn apply_error(error: listwatch_patch::apply::ApplyError) -> ApiError {
+    match &error {
+        listwatch_patch::apply::ApplyError::Internal(message)
+            if message.starts_with("failed to create typed patch object") =>
+        {
+            ApiError::bad_request(message.clone())
+        }
+        _ => match serde_json::from_value::<listwatch_meta::status::Status>(error.status()) {
+            Ok(status) => ApiError(Box::new(status)),
+            Err(e) => ApiError::internal(e),
+        },
+    }
+}
+
+/// A GroupVersionKind as Go prints it: `apps/v1, Kind=Deployment`, `/v1, Kind=Pod`.
+pub fn gvk_text(api_version: &str, kind: &str) -> String {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    format!("{group}/{version}, Kind={kind}")
 }
 
 /// How a write keeps managedFields.

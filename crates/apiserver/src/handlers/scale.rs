@@ -111,7 +111,7 @@ pub async fn apply(
     if text("apiVersion") != "autoscaling/v1" || text("kind") != "Scale" {
         return Err(ApiError::bad_request(format!(
             "invalid object type: {}",
-            super::apply::gvk_text(text("apiVersion"), text("kind"))
+            field_manager::gvk_text(text("apiVersion"), text("kind"))
         )));
     }
     if config.pointer("/metadata/managedFields").is_some_and(|v| !v.is_null()) {
@@ -193,7 +193,7 @@ async fn set_replicas(
                     &options.manager,
                     options.force,
                 )
-                .map_err(super::apply::apply_error)?,
+                .map_err(field_manager::apply_error)?,
             };
             let new = crate::registry::strategy::prepare_for_update(store.resource, &old, object, None)?;
             Ok(Step::Write(new))
