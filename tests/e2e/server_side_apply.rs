@@ -349,6 +349,24 @@ async fn every_write_keeps_update_entries(backend: Backend) {
     let create = got.iter().find(|e| e["manager"] == "kubectl-create").unwrap();
     assert_eq!(create["fieldsV1"]["f:data"], json!({}));
 
+    // Managed fields a client writes replace the stored ones when they are valid, and are
+    // ignored (the stored ones kept) when not.
+    let bogus = json!({"metadata": {"managedFields": [{"manager": "x", "operation": "Bogus", "apiVersion": "v1",
+        "fieldsType": "FieldsV1", "fieldsV1": {}}]}, "data": {"a": "3"}});
+    let (code, body) = server
+        .send("PATCH", &format!("{path}?fieldManager=fixer"), "application/merge-patch+json", bogus.to_string())
+        .await;
+    assert_eq!(code, 200, "{body}");
+    let mut managers: Vec<String> = owners(&entries(&server, &path).await).into_iter().map(|(m, _, _)| m).collect();
+    // (Entries of one second are in manager order; these may span two.)
+    managers.sort();
+    assert_eq!(managers, ["fixer", "kubectl-create", "kubectl-label"], "my-controller lost `a` to fixer");
+    let imported = json!({"metadata": {"managedFields": [{"manager": "imported", "operation": "Update", "apiVersion": "v1",
+        "time": "2020-01-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}}}]}});
+    let (code, body) = server.send("PATCH", &path, "application/merge-patch+json", imported.to_string()).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(entries(&server, &path).await, imported["metadata"]["managedFields"].as_array().unwrap().clone());
+
     // At most ten Update entries: the oldest fold into `ancient-changes`.
     for i in 0..11 {
         let patch = json!({"metadata": {"annotations": {format!("n{i}"): "x"}}});
