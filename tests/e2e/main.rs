@@ -14,6 +14,7 @@ mod limits;
 mod listing;
 mod python_client;
 mod semantics;
+mod server_side_apply;
 mod sim_server;
 mod simulate;
 mod transports;

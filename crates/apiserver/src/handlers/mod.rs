@@ -32,9 +32,11 @@ use crate::transport::body::Body;
 use patch_kind::PatchKind;
 
 pub mod admission;
+pub mod apply;
 pub mod body_in;
 pub mod debug;
 pub mod delete;
+pub mod field_manager;
 pub mod kinds;
 pub mod negotiate;
 pub mod patch;

@@ -1,27 +1,33 @@
 //! PATCH of an object or its status: JSON merge patch, JSON patch, or strategic merge patch
-//! (the scale subresource's patch is in [`super::scale`]).
+//! (the scale subresource's patch is in [`super::scale`], server-side apply in
+//! [`super::apply`]).
 
 use listwatch_meta::{ApiError, go_json};
 use serde_json::Value;
 
+use super::field_manager::{self, Ownership, update_manager};
 use super::patch_kind::PatchKind;
 use super::write::{WriteRequest, respond, update_to};
-use super::{kinds, scale, schema};
+use super::{apply, kinds, scale, schema};
 use crate::options::{OptionsKind, write_options};
 use crate::response::{self, HttpResponse};
 
-/// PATCH: JSON merge patch, JSON patch, or strategic merge patch.
+/// PATCH: JSON merge patch, JSON patch, strategic merge patch, or server-side apply.
 pub async fn patch(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     let kind = PatchKind::from_headers(w.headers)?;
+    if kind == PatchKind::Apply {
+        return apply::apply(w).await;
+    }
     let (dry_run, validation) = write_options(w.query, OptionsKind::Patch)?;
-    let WriteRequest { state, store, req, query: _, headers: _, body, media } = w;
+    let WriteRequest { state, store, req, query, headers, body, media } = w;
     let patch = kind.decode(&body, validation)?;
+    let manager = update_manager(query, headers);
     if req.subresource.as_deref() == Some("scale") {
-        return scale::patch(state, store, req, kind, &patch, dry_run).await;
+        return scale::patch(state, store, req, kind, &patch, dry_run, &manager).await;
     }
     let resource = store.resource;
     let mut warnings = Vec::new();
-    let updated = update_to(store, req, dry_run, false, |existing| {
+    let updated = update_to(store, req, dry_run, false, Ownership::Update(&manager), |existing| {
         let current = existing.value();
         let patched = kind.apply(resource, &current, &patch)?;
         let Value::Object(map) = patched else {
@@ -49,9 +55,10 @@ pub async fn patch(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
             }
         }
         let source = schema::Source::Patch { shown: &shown, strategic };
-        let (map, found) = schema::decode(resource, map.clone(), source, validation)?;
+        let (mut decoded, found) = schema::decode(resource, map.clone(), source, validation)?;
+        field_manager::carry_reset(&map, &mut decoded);
         warnings = found;
-        Ok(map)
+        Ok(decoded)
     })
     .await?;
     Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings))

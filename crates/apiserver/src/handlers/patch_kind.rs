@@ -1,6 +1,7 @@
-//! The patch types of a PATCH (JSON patch, merge patch, strategic merge patch): which one a
-//! request is, refused as go-restful and kube's handler refuse it; the patch document decoded
-//! as kube decodes it; and the patch applied.
+//! The patch types of a PATCH (JSON patch, merge patch, strategic merge patch, server-side
+//! apply): which one a request is, refused as go-restful and kube's handler refuse it; and for
+//! the first three the patch document decoded as kube decodes it, and the patch applied (an
+//! apply is `super::apply`'s).
 
 use http::HeaderMap;
 use listwatch_meta::{ApiError, go_json};
@@ -24,6 +25,8 @@ pub enum PatchKind {
     Json,
     Merge,
     Strategic,
+    /// `application/apply-patch+yaml`: server-side apply.
+    Apply,
 }
 
 impl PatchKind {
@@ -59,8 +62,7 @@ impl PatchKind {
             "application/json-patch+json" => Ok(PatchKind::Json),
             "application/merge-patch+json" => Ok(PatchKind::Merge),
             "application/strategic-merge-patch+json" => Ok(PatchKind::Strategic),
-            // Server-side apply is not served yet.
-            "application/apply-patch+yaml" => Err(ApiError::unsupported_media_type()),
+            "application/apply-patch+yaml" => Ok(PatchKind::Apply),
             _ => Err(ApiError::unsupported_media_type_of(&PATCH_TYPES)),
         }
     }
@@ -75,6 +77,10 @@ impl PatchKind {
             PatchKind::Json | PatchKind::Merge if handler => "error decoding patch: ",
             _ => "",
         };
+        // An apply configuration is YAML, read by `super::apply`.
+        if self == PatchKind::Apply {
+            return Ok(Value::Null);
+        }
         if let Some(syntax) = go_json::syntax_error(body) {
             return Err(ApiError::bad_request(format!("{prefix}{syntax}")));
         }
@@ -96,7 +102,7 @@ impl PatchKind {
             }
             // kube's merge patch library refuses a `null` patch (`errBadJSONPatch`).
             PatchKind::Merge if patch.is_null() => return Err(ApiError::bad_request("Invalid JSON Patch")),
-            PatchKind::Merge | PatchKind::Strategic => {}
+            PatchKind::Merge | PatchKind::Strategic | PatchKind::Apply => {}
         }
         Ok(patch)
     }
@@ -105,7 +111,8 @@ impl PatchKind {
     /// apply.
     pub fn apply(self, resource: &listwatch_meta::Resource, current: &Value, patch: &Value) -> Result<Value, ApiError> {
         match self {
-            PatchKind::Merge => Ok(listwatch_patch::json_merge_patch(current, patch)),
+            // An apply merges by the schema (`super::apply`); as a plain patch it is a merge.
+            PatchKind::Merge | PatchKind::Apply => Ok(listwatch_patch::json_merge_patch(current, patch)),
             PatchKind::Json => listwatch_patch::json_patch(current, patch).map_err(patch_error),
             PatchKind::Strategic => {
                 let schema = listwatch_patch::builtin_schema(resource.kind);
@@ -123,7 +130,7 @@ impl PatchKind {
     /// strategic merge patches (kube decodes those from a map, not from JSON).
     pub fn shown(self, patched: &Map<String, Value>, patch: &Value) -> String {
         match self {
-            PatchKind::Json | PatchKind::Merge => serde_json::to_string(patched).unwrap_or_default(),
+            PatchKind::Json | PatchKind::Merge | PatchKind::Apply => serde_json::to_string(patched).unwrap_or_default(),
             PatchKind::Strategic => listwatch_patch::go_value(patch),
         }
     }
@@ -131,7 +138,7 @@ impl PatchKind {
     /// The 422 of a patched value that is not an object of the kind.
     pub fn undecodable(self, patched: &Value, patch: &Value, detail: &str) -> ApiError {
         let shown = match self {
-            PatchKind::Json | PatchKind::Merge => patched.to_string(),
+            PatchKind::Json | PatchKind::Merge | PatchKind::Apply => patched.to_string(),
             PatchKind::Strategic => listwatch_patch::go_value(patch),
         };
         schema::patch_invalid(&shown, detail)

@@ -1,13 +1,18 @@
 //! The `scale` subresource: an autoscaling/v1 `Scale` view of `.spec.replicas` for
-//! deployments and replicasets (what `kubectl scale` reads and patches).
+//! deployments and replicasets (what `kubectl scale` reads and patches). A write through it
+//! is recorded in the parent's managedFields as kube records it: an `Update` entry of the
+//! parent's version with `subresource: scale`, owning `.spec.replicas`.
 
 use bytes::Bytes;
 use http::HeaderMap;
+use listwatch_meta::registry::Subresource;
 use listwatch_meta::{ApiError, Object};
 use serde_json::{Map, Value, json};
 
+use super::field_manager;
 use super::patch_kind::PatchKind;
 use crate::handlers::body_in;
+use crate::options::ApplyOptions;
 use crate::registry::ResourceStore;
 use crate::registry::update::{Step, Updated};
 use crate::request::ResourceRequest;
@@ -84,12 +89,55 @@ fn scale_replicas(scale: &Value, shown: Option<&dyn Fn() -> String>, strategic: 
     })
 }
 
+/// Who writes through `/scale`, and how the parent's managedFields record it.
+#[derive(Clone, Copy)]
+enum Writer<'a> {
+    /// A PUT or a non-apply patch by this manager: its `Update` entry.
+    Update(&'a str),
+    /// A server-side apply of this Scale configuration.
+    Apply { scale: &'a Value, options: &'a ApplyOptions },
+}
+
+/// A server-side apply of a Scale configuration (`autoscaling/v1`, kind `Scale`): its
+/// `spec.replicas` (and `metadata.resourceVersion`, as a precondition) over the current Scale.
+/// The configuration's kind and managedFields are checked as the field manager checks them.
+pub async fn apply(
+    store: &ResourceStore,
+    req: &ResourceRequest,
+    config: &Value,
+    options: &ApplyOptions,
+) -> Result<HttpResponse, ApiError> {
+    let text = |key: &str| config.get(key).and_then(Value::as_str).unwrap_or_default();
+    if text("apiVersion") != "autoscaling/v1" || text("kind") != "Scale" {
+        return Err(ApiError::bad_request(format!(
+            "invalid object type: {}",
+            field_manager::gvk_text(text("apiVersion"), text("kind"))
+        )));
+    }
+    if config.pointer("/metadata/managedFields").is_some_and(|v| !v.is_null()) {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    let writer = Writer::Apply { scale: config, options };
+    set_replicas(store, req, options.dry_run, writer, None, |existing| {
+        let mut scale = scale_of(existing);
+        if let Some(replicas) = config.pointer("/spec/replicas") {
+            scale["spec"]["replicas"] = replicas.clone();
+        }
+        if let Some(rv) = config.pointer("/metadata/resourceVersion") {
+            scale["metadata"]["resourceVersion"] = rv.clone();
+        }
+        Ok(scale)
+    })
+    .await
+}
+
 /// Sets `.spec.replicas` from a Scale, honouring its resourceVersion as a precondition.
 /// `patch`: the patch type and patch that made the Scale, for a PATCH.
 async fn set_replicas(
     store: &ResourceStore,
     req: &ResourceRequest,
     dry_run: bool,
+    writer: Writer<'_>,
     patch: Option<(PatchKind, &Value)>,
     mut scale_after: impl FnMut(&Object) -> Result<Value, ApiError>,
 ) -> Result<HttpResponse, ApiError> {
@@ -129,6 +177,24 @@ async fn set_replicas(
             }
             let old = object.clone();
             object.entry("spec").or_insert_with(|| json!({}))["replicas"] = json!(replicas);
+            let object = match writer {
+                Writer::Update(manager) => field_manager::record_update(
+                    store.resource,
+                    Some(Subresource::Scale),
+                    &existing.value(),
+                    object,
+                    manager,
+                ),
+                Writer::Apply { scale, options } => field_manager::record_scale_apply(
+                    store.resource,
+                    &existing.value(),
+                    object,
+                    scale,
+                    &options.manager,
+                    options.force,
+                )
+                .map_err(field_manager::apply_error)?,
+            };
             let new = crate::registry::strategy::prepare_for_update(store.resource, &old, object, None)?;
             Ok(Step::Write(new))
         })
@@ -145,6 +211,7 @@ pub async fn update(
     headers: &HeaderMap,
     body: Bytes,
     dry_run: bool,
+    manager: &str,
 ) -> Result<HttpResponse, ApiError> {
     if body_in::input_media_type(headers)? != "application/json" {
         return Err(ApiError::unsupported_media_type());
@@ -157,7 +224,7 @@ pub async fn update(
     let scale: Value = body_in::from_json(&body).map_err(|e| {
         body_in::unrecognized("Scale", &format!("couldn't get version/kind; json parse error: {e}"), &body)
     })?;
-    set_replicas(store, req, dry_run, None, |_| Ok(scale.clone())).await
+    set_replicas(store, req, dry_run, Writer::Update(manager), None, |_| Ok(scale.clone())).await
 }
 
 pub async fn patch(
@@ -167,8 +234,9 @@ pub async fn patch(
     kind: PatchKind,
     patch: &Value,
     dry_run: bool,
+    manager: &str,
 ) -> Result<HttpResponse, ApiError> {
-    set_replicas(store, req, dry_run, Some((kind, patch)), |existing| {
+    set_replicas(store, req, dry_run, Writer::Update(manager), Some((kind, patch)), |existing| {
         // Scale has no merge keys: strategic merge behaves as a merge patch here.
         let kind = if kind == PatchKind::Strategic { PatchKind::Merge } else { kind };
         kind.apply(store.resource, &scale_of(existing), patch)

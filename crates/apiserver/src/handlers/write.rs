@@ -14,6 +14,7 @@ use listwatch_meta::{ApiError, Object};
 use listwatch_storage::StorageError;
 use serde_json::{Map, Value, json};
 
+use super::field_manager::{self, Ownership};
 use super::{admission, body_in, scale, schema};
 use crate::options::{FieldValidation, OptionsKind, write_options};
 use crate::registry::update::{Step, Updated};
@@ -22,12 +23,12 @@ use crate::request::{Query, ResourceRequest};
 use crate::response::{self, HttpResponse};
 use crate::state::ApiState;
 
-fn meta_str<'a>(object: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
+pub(super) fn meta_str<'a>(object: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
     object.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str)
 }
 
 /// Aligns the body's namespace with the URL's (400 when they disagree).
-fn reconcile_namespace(
+pub(super) fn reconcile_namespace(
     store: &ResourceStore,
     object: &mut Map<String, Value>,
     namespace: Option<&str>,
@@ -65,7 +66,9 @@ fn decode_body(
         return schema::decode(resource, object, schema::Source::Body(b""), validation);
     }
     let object = body_in::decode_object(headers, body, resource)?;
-    schema::decode(resource, object, schema::Source::Body(body), validation)
+    let (mut decoded, warnings) = schema::decode(resource, object.clone(), schema::Source::Body(body), validation)?;
+    field_manager::carry_reset(&object, &mut decoded);
+    Ok((decoded, warnings))
 }
 
 pub(super) fn respond(store: &ResourceStore, media: MediaType, code: u16, object: &Object) -> HttpResponse {
@@ -88,7 +91,7 @@ pub struct WriteRequest<'a> {
 /// POST.
 pub async fn create(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     let (dry_run, validation) = write_options(w.query, OptionsKind::Create)?;
-    let WriteRequest { state, store, req, query: _, headers, body, media } = w;
+    let WriteRequest { state, store, req, query, headers, body, media } = w;
     let (mut object, warnings) = decode_body(store.resource, headers, &body, validation)?;
     reconcile_namespace(store, &mut object, req.namespace.as_deref())?;
     let resource = store.resource;
@@ -113,16 +116,40 @@ pub async fn create(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     if let Some(ns) = &namespace {
         admission::check_namespace_accepts_writes(state, ns, resource, explicit_name.as_deref().unwrap_or("")).await?;
     }
+    let object = field_manager::record_create(resource, object, &field_manager::update_manager(query, headers));
+    let name = NewName { explicit: explicit_name.as_deref(), generate: generate.as_deref() };
+    let stored = store_new(store, namespace.as_deref(), object, name, dry_run).await?;
+    Ok(response::with_warnings(respond(store, media, 201, &stored), &warnings))
+}
+
+/// The name of an object to create: the one it names, else one generated from `generate`.
+pub(super) struct NewName<'a> {
+    pub explicit: Option<&'a str>,
+    pub generate: Option<&'a str>,
+}
+
+/// Stores a new object (its namespace reconciled, its managedFields recorded): the server's
+/// fields set, validated, written (for a dry run, only made). A generated name that collides
+/// is tried again with another; an explicit one is `AlreadyExists`.
+pub(super) async fn store_new(
+    store: &ResourceStore,
+    namespace: Option<&str>,
+    mut object: Map<String, Value>,
+    name: NewName<'_>,
+    dry_run: bool,
+) -> Result<Object, ApiError> {
+    let resource = store.resource;
     strategy::prepare_for_create(resource, &mut object);
     let object_errors = strategy::validate_create(resource, &object);
     // A generated name can collide; like kube-apiserver, try again with a new one.
+    let NewName { explicit, generate } = name;
     for _ in 0..8 {
-        let name = match (&explicit_name, &generate) {
-            (Some(n), _) => n.clone(),
+        let name = match (explicit, generate) {
+            (Some(n), _) => n.to_owned(),
             (None, Some(base)) => generate_name(base),
-            (None, None) => unreachable!("checked above"),
+            (None, None) => String::new(),
         };
-        let mut errors = validate_object_name(resource.name_rule, &name, generate.as_deref().unwrap_or(""));
+        let mut errors = validate_object_name(resource.name_rule, &name, generate.unwrap_or(""));
         errors.extend(object_errors.iter().cloned());
         if !errors.is_empty() {
             return Err(invalid_error(resource.group, resource.kind, &name, &errors));
@@ -130,23 +157,19 @@ pub async fn create(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
         metadata_mut(&mut object).insert("name".into(), json!(name));
         let value = Value::Object(object.clone());
         if dry_run {
-            let stored = Object::from_value(resource, value, 0).map_err(ApiError::internal)?;
-            return Ok(response::with_warnings(respond(store, media, 201, &stored), &warnings));
+            return Object::from_value(resource, value, 0).map_err(ApiError::internal);
         }
         let bytes = to_storage_bytes(resource, value.clone());
-        match store.storage.create(store.key(namespace.as_deref(), &name).as_bytes(), bytes).await {
-            Ok(written) => {
-                let stored = Object::from_value(resource, value, written.revision).map_err(ApiError::internal)?;
-                return Ok(response::with_warnings(respond(store, media, 201, &stored), &warnings));
-            }
-            Err(StorageError::AlreadyExists) if explicit_name.is_none() => continue,
+        match store.storage.create(store.key(namespace, &name).as_bytes(), bytes).await {
+            Ok(written) => return Object::from_value(resource, value, written.revision).map_err(ApiError::internal),
+            Err(StorageError::AlreadyExists) if explicit.is_none() => continue,
             Err(StorageError::AlreadyExists) => {
                 return Err(ApiError::already_exists(&resource.group_resource(), &name));
             }
             Err(e) => return Err(storage_error(e)),
         }
     }
-    Err(ApiError::already_exists(&resource.group_resource(), generate.as_deref().unwrap_or("")))
+    Err(ApiError::already_exists(&resource.group_resource(), generate.unwrap_or("")))
 }
 
 fn parse_rv(object: &Map<String, Value>) -> Result<Option<i64>, ApiError> {
@@ -169,7 +192,7 @@ fn check_name_matches(object: &Map<String, Value>, name: &str) -> Result<(), Api
 }
 
 /// The subresource a write addresses (404 for one the kind lacks).
-fn subresource(store: &ResourceStore, req: &ResourceRequest) -> Result<Option<Subresource>, ApiError> {
+pub(super) fn subresource(store: &ResourceStore, req: &ResourceRequest) -> Result<Option<Subresource>, ApiError> {
     match req.subresource.as_deref() {
         None => Ok(None),
         Some("status") if store.resource.has_subresource(Subresource::Status) => Ok(Some(Subresource::Status)),
@@ -201,6 +224,7 @@ pub(super) async fn update_to(
     req: &ResourceRequest,
     dry_run: bool,
     uid_precondition: bool,
+    ownership: Ownership<'_>,
     mut make_new: impl FnMut(&Object) -> Result<Map<String, Value>, ApiError>,
 ) -> Result<Updated, ApiError> {
     let resource = store.resource;
@@ -230,8 +254,19 @@ pub(super) async fn update_to(
                 return Err(ApiError::modified_conflict(&resource.group_resource(), name));
             }
             metadata_mut(&mut new).shift_remove("resourceVersion");
+            if let Ownership::Update(manager) = ownership {
+                new = field_manager::record_update(resource, sub, &existing.value(), new, manager);
+            }
             let old = editable(existing);
-            let new = strategy::prepare_for_update(resource, &old, new, sub)?;
+            // managedFields are the field manager's: kept whatever the strategy keeps of the
+            // metadata (the status strategy keeps the stored metadata).
+            let managed_fields = new.get("metadata").and_then(|m| m.get("managedFields")).cloned();
+            let mut new = strategy::prepare_for_update(resource, &old, new, sub)?;
+            let metadata = metadata_mut(&mut new);
+            match managed_fields {
+                Some(entries) => metadata.insert("managedFields".into(), entries),
+                None => metadata.shift_remove("managedFields"),
+            };
             if sub.is_none() {
                 let errors = strategy::validate_update(resource, &old, &new);
                 if !errors.is_empty() {
@@ -251,13 +286,15 @@ pub async fn update(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     let (dry_run, validation) = write_options(w.query, OptionsKind::Update)?;
     let WriteRequest { state, store, req, query, headers, body, media } = w;
     if req.subresource.as_deref() == Some("scale") {
-        return scale::update(state, store, req, headers, body, dry_run).await;
+        let manager = field_manager::update_manager(query, headers);
+        return scale::update(state, store, req, headers, body, dry_run, &manager).await;
     }
     let (mut object, warnings) = decode_body(store.resource, headers, &body, validation)?;
     reconcile_namespace(store, &mut object, req.namespace.as_deref())?;
     // Checked before the update too: a PUT that creates must not create another name.
     check_name_matches(&object, req.name.as_deref().expect("PUT has a name"))?;
-    let result = update_to(store, req, dry_run, true, |_| Ok(object.clone())).await;
+    let manager = field_manager::update_manager(query, headers);
+    let result = update_to(store, req, dry_run, true, Ownership::Update(&manager), |_| Ok(object.clone())).await;
     match result {
         Ok(updated) => Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings)),
         Err(e) if e.code() == 404 && store.resource.allow_create_on_update && req.subresource.is_none() => {

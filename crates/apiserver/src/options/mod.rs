@@ -10,4 +10,4 @@ pub use delete::{DeleteOptions, delete_options};
 pub use list::{
     ListOptions, RequestedVersion, ResourceVersionMatch, parse, parse_resource_version, with_client_version,
 };
-pub use write::{FieldValidation, OptionsKind, write_options};
+pub use write::{ApplyOptions, FieldValidation, OptionsKind, apply_options, write_options};

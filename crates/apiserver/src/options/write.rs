@@ -68,17 +68,51 @@ fn query_dry_run(query: &Query) -> (bool, Vec<FieldError>) {
 }
 
 /// `dryRun`, `fieldManager`, `fieldValidation` (and `force` for patches) of a create, update or
-/// patch, validated as kube validates them before it reads the object.
+/// non-apply patch, validated as kube validates them before it reads the object.
 pub fn write_options(query: &Query, kind: OptionsKind) -> Result<(bool, FieldValidation), ApiError> {
     let mut errors = Vec::new();
     if kind == OptionsKind::Patch && query.has("force") {
-        // Only server-side apply takes `force`, and apply patches are not served.
+        // Only server-side apply takes `force`.
         errors.push(FieldError::forbidden("force", "may not be specified for non-apply patch"));
     }
+    common_checks(query, errors, kind)
+}
+
+/// The checks every write's options share, after the ones of its own kind (`errors`).
+fn common_checks(
+    query: &Query,
+    mut errors: Vec<FieldError>,
+    kind: OptionsKind,
+) -> Result<(bool, FieldValidation), ApiError> {
     errors.extend(write_validation::validate_field_manager(query.get("fieldManager").unwrap_or("")));
     let (dry_run, dry_run_errors) = query_dry_run(query);
     errors.extend(dry_run_errors);
     errors.extend(write_validation::validate_field_validation(query.get("fieldValidation").unwrap_or("")));
     kind.check(errors)?;
     Ok((dry_run, FieldValidation::from_query(query)))
+}
+
+/// The options of a server-side apply (`PATCH` with `application/apply-patch+yaml`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApplyOptions {
+    pub dry_run: bool,
+    pub validation: FieldValidation,
+    /// The applier: `fieldManager`, which an apply must name.
+    pub manager: String,
+    /// `force`: take the fields other managers own instead of failing with a conflict.
+    pub force: bool,
+}
+
+/// The options of an apply, validated as kube's `ValidatePatchOptions` does for the apply patch
+/// type: `fieldManager` is required (`Required value: is required for apply patch`), `force`
+/// is allowed (a query boolean: absent, `0` and `false` are false).
+pub fn apply_options(query: &Query) -> Result<ApplyOptions, ApiError> {
+    let manager = query.get("fieldManager").unwrap_or("").to_owned();
+    let mut errors = Vec::new();
+    if manager.is_empty() {
+        // kubectl defaults it to `kubectl`; controllers must set it.
+        errors.push(FieldError::required("fieldManager", "is required for apply patch"));
+    }
+    let (dry_run, validation) = common_checks(query, errors, OptionsKind::Patch)?;
+    Ok(ApplyOptions { dry_run, validation, manager, force: query.flag("force") })
 }

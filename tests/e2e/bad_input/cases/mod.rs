@@ -2,6 +2,7 @@
 //! from when that is not plain from the handler order in k8s.io/apiserver
 //! `pkg/endpoints/handlers/{create,update,patch,delete,get}.go` (release-1.32).
 
+mod apply;
 mod bodies;
 mod data;
 mod deletes;
@@ -42,6 +43,7 @@ pub fn all(fx: &Fixtures) -> Vec<Case> {
     rows.extend(workloads::rows(fx));
     rows.extend(updates::rows(fx));
     rows.extend(patches::rows());
+    rows.extend(apply::rows());
     rows.extend(deletes::rows(fx, &mut victims));
     rows.extend(methods::rows());
     rows

@@ -195,10 +195,6 @@ pub fn rows(fx: &Fixtures) -> Vec<Case> {
             Request::new("PATCH", cm1()).content_type("application/apply-patch+yaml").body("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm1\n"),
             invalid_options("PatchOptions", &["fieldManager: Required value: is required for apply patch".into()])
                 .cause("fieldManager", "FieldValueRequired"),
-        )
-        .known_difference(
-            "server-side apply is not served yet: an apply patch is 415",
-            Expect::status(415, "UnsupportedMediaType"),
         ),
     ]
 }
