@@ -86,7 +86,10 @@ impl ResourceStore {
                 },
                 Step::Write(new) => {
                     let bytes = to_storage_bytes(resource, Value::Object(new.clone()));
-                    if bytes == kv.value {
+                    // The same content is no change, in whatever order its fields come (a merge
+                    // or the defaulting may place them differently than the stored copy; Go's
+                    // structs have no order to differ in).
+                    if bytes == kv.value || same_content(&kv.value, &bytes) {
                         return Ok(Updated::Unchanged(Arc::new(existing)));
                     }
                     match store.storage.update(key.as_bytes(), bytes, kv.mod_revision).await {
@@ -113,4 +116,11 @@ impl ResourceStore {
 pub(crate) async fn read_kv(store: &ResourceStore, key: &str) -> Result<Option<KeyValue>, ApiError> {
     let resp = store.storage.range(RangeRequest::new(KeyRange::key(key.to_string()))).await.map_err(storage_error)?;
     Ok(resp.kvs.into_iter().next())
+}
+
+/// Whether two stored JSON values hold the same content, field order aside (serde_json's maps
+/// compare as maps).
+fn same_content(stored: &[u8], new: &[u8]) -> bool {
+    let parse = serde_json::from_slice::<Value>;
+    matches!((parse(stored), parse(new)), (Ok(stored), Ok(new)) if stored == new)
 }
