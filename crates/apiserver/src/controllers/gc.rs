@@ -378,10 +378,11 @@ async fn pass(state: &ApiState, jobs: Vec<Job>, reconcile: bool) -> Outcome {
             outcome.retry.push(Job::OwnerFinalizing { group, plural, namespace, name, uid, finalizer });
             continue;
         }
-        let Some(store) = state.stores().find(|s| s.resource.group == group && s.resource.plural == plural) else {
+        let Some(store) = state.stores().into_iter().find(|s| s.resource.group == group && s.resource.plural == plural)
+        else {
             continue;
         };
-        remove_finalizer(store, namespace.as_deref(), &name, &uid, &finalizer).await;
+        remove_finalizer(&store, namespace.as_deref(), &name, &uid, &finalizer).await;
     }
     let mut lookups = OwnerLookups::default();
     for (store, object) in candidates.by_key.into_values() {
@@ -502,10 +503,7 @@ impl OwnerLookups {
         reference: &OwnerReference,
     ) -> Result<OwnerState, ApiError> {
         let (group, version) = reference.api_version.split_once('/').unwrap_or(("", reference.api_version.as_str()));
-        let Some(store) = state
-            .stores()
-            .find(|s| s.resource.group == group && s.resource.version == version && s.resource.kind == reference.kind)
-        else {
+        let Some(store) = state.store_of_kind(group, version, &reference.kind) else {
             tracing::debug!(
                 api_version = reference.api_version,
                 kind = reference.kind,

@@ -1,5 +1,7 @@
 //! OpenAPI v3 documents: `/openapi/v3` (the index of group-versions) and one document per
-//! group-version, generated from the registry.
+//! group-version, generated from the registry; the group-versions CRDs add have the document
+//! kube's CRD OpenAPI controller makes (`listwatch_apiextensions::openapi`), made once per
+//! change of the served CRDs.
 //!
 //! What clients read from them, and therefore what is here:
 //! * kubectl's field-validation check (`QueryParamVerifierV3`): a PATCH operation tagged with
@@ -16,12 +18,15 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use bytes::Bytes;
+use listwatch_apiextensions::CustomResourceDefinition;
 use listwatch_meta::registry::Subresource;
 use listwatch_meta::{ApiError, Registry, Resource};
 use serde_json::{Value, json};
 
+use crate::customresources::Snapshot;
 use crate::request::Query;
 use crate::response::{self, HttpResponse};
+use crate::state::ApiState;
 
 /// Every group-version's document, by its path (`api/v1`, `apis/apps/v1`), with its hash.
 static DOCUMENTS: LazyLock<BTreeMap<String, (Bytes, String)>> = LazyLock::new(|| {
@@ -41,19 +46,45 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100000001b3))
 }
 
-pub fn handle(path: &str, _query: &Query) -> Result<HttpResponse, ApiError> {
+/// The documents of the CRD group-versions served now, by path.
+fn custom_documents(snapshot: &Snapshot) -> &BTreeMap<String, (Bytes, String)> {
+    snapshot.openapi.get_or_init(|| {
+        let established: Vec<&CustomResourceDefinition> = snapshot.established().map(|c| c.crd.as_ref()).collect();
+        let mut group_versions: Vec<(&str, &str)> = established
+            .iter()
+            .flat_map(|c| c.spec.versions.iter().filter(|v| v.served).map(|v| (c.spec.group.as_str(), v.name.as_str())))
+            .collect();
+        group_versions.sort_unstable();
+        group_versions.dedup();
+        group_versions
+            .into_iter()
+            .filter(|(group, version)| !DOCUMENTS.contains_key(&format!("apis/{group}/{version}")))
+            .map(|(group, version)| {
+                let doc = listwatch_apiextensions::openapi::group_version_document(group, version, &established);
+                let doc = Bytes::from(doc.to_string());
+                let hash = format!("{:016X}", fnv1a(&doc));
+                (format!("apis/{group}/{version}"), (doc, hash))
+            })
+            .collect()
+    })
+}
+
+pub fn handle(state: &ApiState, path: &str, _query: &Query) -> Result<HttpResponse, ApiError> {
     let Some(rest) = path.strip_prefix("/openapi/v3") else {
         return Err(ApiError::not_found_path());
     };
     let rest = rest.trim_matches('/');
+    let snapshot = state.custom.snapshot();
+    let custom = custom_documents(&snapshot);
     if rest.is_empty() {
         let paths: serde_json::Map<String, Value> = DOCUMENTS
             .iter()
+            .chain(custom.iter())
             .map(|(p, (_, hash))| (p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")})))
             .collect();
         return Ok(response::json(200, Bytes::from(json!({"paths": paths}).to_string())));
     }
-    match DOCUMENTS.get(rest) {
+    match DOCUMENTS.get(rest).or_else(|| custom.get(rest)) {
         Some((doc, _)) => Ok(response::json(200, doc.clone())),
         None => Err(ApiError::not_found_path()),
     }

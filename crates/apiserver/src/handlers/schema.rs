@@ -7,8 +7,9 @@
 //! or duplicate fields answer 400 under `fieldValidation=Strict`, a `Warning` header each under
 //! `Warn` (the default, as upstream), and are dropped silently under `Ignore`.
 //!
-//! Kinds without a schema keep what was sent, as kube-apiserver keeps custom resources that
-//! preserve unknown fields; only duplicate fields are detected for them.
+//! CRDs and custom resources are decoded by [`super::custom_schema`]. Other kinds without a
+//! schema keep what was sent, as kube-apiserver keeps custom resources that preserve unknown
+//! fields; only duplicate fields are detected for them.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -43,6 +44,12 @@ pub fn decode(
     source: Source<'_>,
     validation: FieldValidation,
 ) -> Result<(Map<String, Value>, Vec<String>), ApiError> {
+    if super::custom_schema::is_crd(resource) {
+        return super::custom_schema::decode_crd(resource, object, source, validation);
+    }
+    if let Some(served) = crate::customresources::resource::served(resource) {
+        return super::custom_schema::decode_custom(served, object, source, validation);
+    }
     let value = Value::Object(object);
     let schema = has_schema(resource);
     // Values of the wrong Go type fail the decode itself, before any strict-decoding report.

@@ -232,11 +232,13 @@ pub(super) async fn update_to(
             metadata_mut(&mut new).shift_remove("resourceVersion");
             let old = editable(existing);
             let new = strategy::prepare_for_update(resource, &old, new, sub)?;
-            if sub.is_none() {
-                let errors = strategy::validate_update(resource, &old, &new);
-                if !errors.is_empty() {
-                    return Err(invalid_error(resource.group, resource.kind, name, &errors));
-                }
+            let errors = match sub {
+                None => strategy::validate_update(resource, &old, &new),
+                Some(Subresource::Status) => strategy::validate_status_update(resource, &new),
+                Some(_) => Vec::new(),
+            };
+            if !errors.is_empty() {
+                return Err(invalid_error(resource.group, resource.kind, name, &errors));
             }
             if strategy::should_delete_during_update(&new) {
                 return Ok(Step::Delete);
@@ -257,6 +259,7 @@ pub async fn update(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     reconcile_namespace(store, &mut object, req.namespace.as_deref())?;
     // Checked before the update too: a PUT that creates must not create another name.
     check_name_matches(&object, req.name.as_deref().expect("PUT has a name"))?;
+    super::custom::require_resource_version(store.resource, &object, req.name.as_deref().unwrap_or(""))?;
     let result = update_to(store, req, dry_run, true, |_| Ok(object.clone())).await;
     match result {
         Ok(updated) => Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings)),
