@@ -69,7 +69,37 @@ fn custom_documents(snapshot: &Snapshot) -> &BTreeMap<String, (Bytes, String)> {
     })
 }
 
-pub fn handle(state: &ApiState, path: &str, _query: &Query) -> Result<HttpResponse, ApiError> {
+/// The media type kube-openapi answers OpenAPI v2 in protobuf with (gnostic's
+/// `openapi_v2.Document`; kubectl asks for `...spec.v2@v1.0+protobuf`, which Go's media type
+/// parser would refuse in a Content-Type).
+const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// `/openapi/v2`: a document without definitions. kubectl reads it only to validate, on the
+/// client, a kind the v3 documents do not have (a custom resource whose CRD is not there
+/// yet): with no schema for it, kubectl leaves the kind to the server, whose answer is then
+/// kube's (`no matches for kind ...`). Protobuf when asked for, JSON otherwise.
+fn openapi_v2(accept: Option<&str>) -> HttpResponse {
+    let (title, version) = ("Kubernetes", format!("v1.{}.0", crate::discovery::KUBERNETES_MINOR));
+    if accept.is_some_and(|a| a.contains("com.github.proto-openapi.spec.v2")) {
+        let field = |number: u8, bytes: &[u8]| {
+            let mut out = vec![(number << 3) | 2, u8::try_from(bytes.len()).expect("short fields")];
+            out.extend_from_slice(bytes);
+            out
+        };
+        let info = [field(1, title.as_bytes()), field(2, version.as_bytes())].concat();
+        // swagger (1), info (2), paths (8) and definitions (9), both empty.
+        let document = [field(1, b"2.0"), field(2, &info), field(8, b""), field(9, b"")].concat();
+        return response::with_body(200, V2_PROTOBUF, crate::transport::body::Body::full(Bytes::from(document)));
+    }
+    let document =
+        json!({"swagger": "2.0", "info": {"title": title, "version": version}, "paths": {}, "definitions": {}});
+    response::json(200, Bytes::from(document.to_string()))
+}
+
+pub fn handle(state: &ApiState, path: &str, _query: &Query, accept: Option<&str>) -> Result<HttpResponse, ApiError> {
+    if path == "/openapi/v2" {
+        return Ok(openapi_v2(accept));
+    }
     let Some(rest) = path.strip_prefix("/openapi/v3") else {
         return Err(ApiError::not_found_path());
     };

@@ -177,7 +177,8 @@ async fn route(
         _ => {}
     }
     if path.starts_with("/openapi/") {
-        return crate::discovery::openapi::handle(state, path, query);
+        let accept = parts.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok());
+        return crate::discovery::openapi::handle(state, path, query, accept);
     }
     if let Some(rest) = path.strip_prefix("/debug/listwatch/").map(|_| path) {
         if !state.config.enable_debug_api {
