@@ -54,7 +54,7 @@ mod tests {
         let mut v: Vec<String> =
             ["foo10", "v1alpha1", "v1", "v2beta1", "v1beta2", "foo1", "v10", "v2", "v11alpha2", "v1beta1"]
                 .iter()
-                .map(|s| s.to_string())
+                .map(ToString::to_string)
                 .collect();
         sort(&mut v);
         assert_eq!(v, ["v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v11alpha2", "v1alpha1", "foo1", "foo10"]);

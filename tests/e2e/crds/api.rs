@@ -348,7 +348,7 @@ async fn field_selectors_lists_and_watches(backend: Backend) {
     );
     // A resourceVersion the cache no longer has is 410, as for built-ins.
     server.debug("compact").await;
-    server.debug(&format!("cache/reset?group=stable.example.com&resource=crontabs")).await;
+    server.debug("cache/reset?group=stable.example.com&resource=crontabs").await;
     let got: Value = wait_until(Duration::from_secs(5), || async {
         let mut watch = Watch::open(&server, &format!("{CRONTABS}?watch=1&resourceVersion={rv}")).await;
         if watch.status != 200 {

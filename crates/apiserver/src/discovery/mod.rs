@@ -59,7 +59,7 @@ pub fn api_group_list(state: &ApiState) -> Value {
 
 pub fn api_group(state: &ApiState, group: &str) -> Option<Value> {
     let versions: Vec<String> = match Registry.groups().into_iter().find(|(g, _)| *g == group && !g.is_empty()) {
-        Some((_, versions)) => versions.iter().map(|v| v.to_string()).collect(),
+        Some((_, versions)) => versions.iter().map(ToString::to_string).collect(),
         None => custom::groups(&state.custom.snapshot()).into_iter().find(|(g, _)| g == group)?.1,
     };
     let mut doc = group_versions(group, &versions);

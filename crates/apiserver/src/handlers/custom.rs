@@ -29,7 +29,7 @@ pub fn check(
     let Some(served) = served(resource) else { return Ok(Vec::new()) };
     if req.verb == Verb::Create
         && req.subresource.is_none()
-        && state.custom.snapshot().crds.get(&served.crd_name).is_some_and(|c| c.terminating())
+        && state.custom.snapshot().crds.get(&served.crd_name).is_some_and(crate::customresources::ServedCrd::terminating)
     {
         let mut refused = ApiError::method_not_supported(&resource.group_resource(), "create");
         refused.0.message = "create not allowed while custom resource definition is terminating".into();
