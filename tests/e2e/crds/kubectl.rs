@@ -92,6 +92,7 @@ async fn kubectl_apply_of_a_crd_with_instances_needs_two_runs(backend: Backend) 
         first.stderr
     );
     // Nothing of the instances was created.
+    k.run(&["wait", "--for", "condition=established", &format!("crd/{CRD_NAME}")]).await.ok();
     let (code, list) = server.get(CRONTABS).await;
     assert_eq!(code, 200, "{list}");
     assert!(list["items"].as_array().unwrap().is_empty(), "{list}");

@@ -17,6 +17,7 @@ on_both_backends!(
     versions_convert_with_none,
     defaults_apply_on_read,
     cluster_scoped_custom_resources,
+    custom_resources_own_objects,
 );
 
 async fn conflicting_names_are_not_served(backend: Backend) {
@@ -210,4 +211,24 @@ async fn cluster_scoped_custom_resources(backend: Backend) {
     assert_eq!(code, 404, "no namespaced route for a cluster-scoped resource");
     let (_, list) = server.get("/apis/example.org/v1alpha1").await;
     assert_eq!(list["resources"][0]["namespaced"], false);
+}
+
+/// The garbage collector follows custom resources as owners: deleting one deletes what it owns.
+async fn custom_resources_own_objects(backend: Backend) {
+    let server = Server::start("crd-gc", backend, &[]).await;
+    install(&server).await;
+    let (_, owner) = server.post_json(CRONTABS, &crontab("owner")).await;
+    let reference = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab", "name": "owner",
+        "uid": owner["metadata"]["uid"], "controller": true});
+    let child = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "child", "ownerReferences": [reference]}, "data": {"a": "b"}});
+    let (code, _) = server.post_json("/api/v1/namespaces/default/configmaps", &child).await;
+    assert_eq!(code, 201);
+    let (code, _) = server.send("DELETE", &format!("{CRONTABS}/owner"), "application/json", "").await;
+    assert_eq!(code, 200);
+    wait_until(Duration::from_secs(10), || async {
+        let (code, _) = server.get("/api/v1/namespaces/default/configmaps/child").await;
+        (code == 404).then_some(())
+    })
+    .await;
 }

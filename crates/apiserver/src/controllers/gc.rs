@@ -20,10 +20,11 @@
 //!   preconditions, upstream `operations.go` `deleteObject`); when some exist, the dangling
 //!   references are removed from it instead. An owner whose apiVersion/kind this server does
 //!   not serve, or a namespaced owner of a cluster-scoped dependent, is not absent: nothing is
-//!   done (kube logs and retries; the kinds served here never change while the server runs, so
-//!   retrying would not help). Objects already being deleted are left alone.
+//!   done (kube logs and retries; here the reconcile that follows a CRD's new resources checks
+//!   such dependents again). Objects already being deleted are left alone.
 //!
-//! Like kube's collector, it learns of owners through watches (one per resource): a DELETED
+//! Like kube's collector, it learns of owners through watches (one per resource, custom
+//! resources included from the moment their CRD serves them): a DELETED
 //! event queues the owner's dependents for the check above, a MODIFIED that carries `orphan` or
 //! `foregroundDeletion` with a deletionTimestamp queues that work, and an ADDED or MODIFIED
 //! object whose JSON mentions `ownerReferences` is queued for the check itself. Whatever path
@@ -94,11 +95,39 @@ enum Signal {
 pub async fn start(state: &Arc<ApiState>) -> Result<(), ApiError> {
     let from = state.storage.current_revision().await.map_err(crate::registry::storage_error)?;
     let (tx, rx) = mpsc::unbounded_channel();
-    for store in state.stores() {
+    let stores = state.stores();
+    for store in &stores {
         tokio::spawn(watch_owners(Arc::downgrade(state), store.clone(), from, tx.clone()));
     }
+    tokio::spawn(follow_custom_resources(Arc::downgrade(state), stores, tx));
     tokio::spawn(run(Arc::downgrade(state), rx));
     Ok(())
+}
+
+/// Watches the stores CRDs add while the server runs, as those it started with. A new store
+/// is watched from storage's revision then, and a reconcile finds what happened before.
+async fn follow_custom_resources(
+    state: Weak<ApiState>,
+    mut watched: Vec<Arc<ResourceStore>>,
+    signals: mpsc::UnboundedSender<Signal>,
+) {
+    let Some(mut changes) = state.upgrade().map(|s| s.custom.subscribe()) else { return };
+    while changes.changed().await.is_ok() {
+        let Some(strong) = state.upgrade() else { return };
+        let current = strong.stores();
+        watched.retain(|w| current.iter().any(|s| Arc::ptr_eq(s, w)));
+        let added: Vec<Arc<ResourceStore>> =
+            current.into_iter().filter(|s| !watched.iter().any(|w| Arc::ptr_eq(s, w))).collect();
+        if added.is_empty() {
+            continue;
+        }
+        let Ok(from) = strong.storage.current_revision().await else { continue };
+        for store in added {
+            tokio::spawn(watch_owners(state.clone(), store.clone(), from, signals.clone()));
+            watched.push(store);
+        }
+        let _ = signals.send(Signal::Reconcile);
+    }
 }
 
 /// Follows one resource's changes from `from` and turns them into jobs.
@@ -110,7 +139,8 @@ async fn watch_owners(
 ) {
     loop {
         let Some(strong) = state.upgrade() else { return };
-        if *strong.shutdown.borrow() {
+        // A custom resource's store that is no longer served (its CRD changed or went).
+        if *strong.shutdown.borrow() || !strong.stores().iter().any(|s| Arc::ptr_eq(s, &store)) {
             return;
         }
         let mut shutdown = strong.shutdown.clone();

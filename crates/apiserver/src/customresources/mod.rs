@@ -47,11 +47,6 @@ impl ServedCrd {
     pub fn established(&self) -> bool {
         self.serves() && self.crd.is_condition_true("Established")
     }
-
-    /// Whether it is being deleted (creates are refused).
-    pub fn terminating(&self) -> bool {
-        self.crd.is_condition_true("Terminating") || self.crd.metadata.get("deletionTimestamp").is_some()
-    }
 }
 
 /// The served CRDs at one moment, by CRD name.
@@ -95,12 +90,25 @@ impl Snapshot {
 }
 
 /// The run-time set: the current [`Snapshot`], replaced whole on every change.
-#[derive(Default)]
 pub struct CustomResources {
     current: RwLock<Arc<Snapshot>>,
+    /// Counts the changes, for those who follow the set (the garbage collector watches the
+    /// stores it adds).
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for CustomResources {
+    fn default() -> Self {
+        CustomResources { current: RwLock::default(), changes: tokio::sync::watch::channel(0).0 }
+    }
 }
 
 impl CustomResources {
+    /// Changes whenever the set does.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
     /// The served CRDs now.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.current.read().clone()
@@ -121,6 +129,8 @@ impl CustomResources {
             .map(|o| o.stores.into_iter().filter(|s| !kept.iter().any(|k| Arc::ptr_eq(k, s))).collect())
             .unwrap_or_default();
         *current = Arc::new(Snapshot { crds, openapi: OnceLock::new() });
+        drop(current);
+        self.changes.send_modify(|n| *n += 1);
         dropped
     }
 }

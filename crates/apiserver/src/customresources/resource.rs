@@ -88,3 +88,59 @@ pub fn of(crd: &CustomResourceDefinition, version: &str) -> Option<&'static Reso
 pub fn served(resource: &Resource) -> Option<&ServedVersion> {
     resource.dynamic.and_then(|d| d.as_any().downcast_ref::<ServedVersion>())
 }
+
+#[cfg(test)]
+mod tests {
+    use listwatch_apiextensions::CustomResourceDefinition;
+    use serde_json::json;
+
+    use super::*;
+
+    fn crd(plural: &str, versions: &[(&str, bool)]) -> CustomResourceDefinition {
+        let versions: Vec<_> = versions
+            .iter()
+            .map(|(name, storage)| {
+                json!({"name": name, "served": true, "storage": storage,
+                "schema": {"openAPIV3Schema": {"type": "object"}}, "subresources": {"status": {}},
+                "selectableFields": [{"jsonPath": ".spec.color"}]})
+            })
+            .collect();
+        let mut crd = CustomResourceDefinition::from_value(&json!({
+            "metadata": {"name": format!("{plural}.example.org")},
+            "spec": {"group": "example.org", "scope": "Namespaced", "versions": versions,
+                "names": {"plural": plural, "kind": "Thing", "listKind": "Things", "shortNames": ["th"]}},
+        }))
+        .unwrap();
+        listwatch_apiextensions::defaults::set_defaults(&mut crd);
+        crd.status.accepted_names = crd.spec.names.clone();
+        crd
+    }
+
+    #[test]
+    fn a_version_becomes_a_resource_with_kubes_key_layout() {
+        let crd = crd("things", &[("v1", true), ("v2", false)]);
+        let v2 = of(&crd, "v2").unwrap();
+        assert_eq!(
+            (v2.group, v2.version, v2.plural, v2.kind, v2.singular),
+            ("example.org", "v2", "things", "Thing", "thing")
+        );
+        assert_eq!(v2.object_key("/registry", Some("ns"), "a"), "/registry/example.org/things/ns/a");
+        assert_eq!(v2.list_kind(), "Things");
+        assert_eq!(v2.storage_api_version(), "example.org/v1");
+        assert_eq!(of(&crd, "v1").unwrap().storage_api_version(), "example.org/v1");
+        assert!(v2.is_selectable("spec.color") && v2.has_subresource(Subresource::Status));
+        assert_eq!(served(v2).map(|s| s.version.as_str()), Some("v2"));
+        assert!(of(&crd, "v3").is_none());
+    }
+
+    #[test]
+    fn the_same_definition_is_leaked_once() {
+        let a = of(&crd("gadgets", &[("v1", true)]), "v1").unwrap();
+        let b = of(&crd("gadgets", &[("v1", true)]), "v1").unwrap();
+        assert!(std::ptr::eq(a, b));
+        let mut changed = crd("gadgets", &[("v1", true)]);
+        changed.spec.names.short_names.push("gd".into());
+        changed.status.accepted_names = changed.spec.names.clone();
+        assert!(!std::ptr::eq(a, of(&changed, "v1").unwrap()));
+    }
+}

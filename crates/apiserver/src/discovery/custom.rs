@@ -25,6 +25,12 @@ pub fn groups(snapshot: &Snapshot) -> Vec<(String, Vec<String>)> {
             }
         }
     }
+    order(by_group)
+}
+
+/// kube-aggregator's order of groups of equal priority (their APIService names), each with
+/// its versions in kube's order.
+fn order(mut by_group: BTreeMap<String, Vec<String>>) -> Vec<(String, Vec<String>)> {
     let mut api_services: Vec<(String, String)> =
         by_group.iter().flat_map(|(g, vs)| vs.iter().map(move |v| (format!("{v}.{g}"), g.clone()))).collect();
     api_services.sort();
@@ -63,4 +69,26 @@ pub fn resources(snapshot: &Snapshot, group: &str, version: &str) -> Option<Vec<
 fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, format!("{group}/{version}/{kind}").as_bytes());
     base64::engine::general_purpose::STANDARD.encode(&digest.as_ref()[..8])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_come_in_apiservice_order_with_kube_sorted_versions() {
+        let by_group: BTreeMap<String, Vec<String>> = [
+            ("b.example.org", vec!["v1beta1", "v1"]),
+            ("a.example.org", vec!["v2"]),
+            ("c.example.org", vec!["v1alpha1"]),
+        ]
+        .into_iter()
+        .map(|(g, vs)| (g.to_owned(), vs.into_iter().map(String::from).collect()))
+        .collect();
+        let ordered = order(by_group);
+        // APIService names: v1.b..., v1alpha1.c..., v1beta1.b..., v2.a...
+        let groups: Vec<&str> = ordered.iter().map(|(g, _)| g.as_str()).collect();
+        assert_eq!(groups, ["b.example.org", "c.example.org", "a.example.org"]);
+        assert_eq!(ordered[0].1, ["v1", "v1beta1"]);
+    }
 }

@@ -20,17 +20,14 @@ const PATCH_TYPES: [&str; 3] =
 
 /// Refuses what the CR handler refuses; returns the warnings every answer to the request
 /// carries (a deprecated version's).
-pub fn check(
+pub async fn check(
     state: &ApiState,
     resource: &Resource,
     req: &ResourceRequest,
     headers: &HeaderMap,
 ) -> Result<Vec<String>, ApiError> {
     let Some(served) = served(resource) else { return Ok(Vec::new()) };
-    if req.verb == Verb::Create
-        && req.subresource.is_none()
-        && state.custom.snapshot().crds.get(&served.crd_name).is_some_and(crate::customresources::ServedCrd::terminating)
-    {
+    if req.verb == Verb::Create && req.subresource.is_none() && terminating(state, &served.crd_name).await? {
         let mut refused = ApiError::method_not_supported(&resource.group_resource(), "create");
         refused.0.message = "create not allowed while custom resource definition is terminating".into();
         return Err(refused);
@@ -39,6 +36,15 @@ pub fn check(
         return Err(ApiError::unsupported_media_type_of(&PATCH_TYPES));
     }
     Ok(served.deprecation_warning.iter().cloned().collect())
+}
+
+/// Whether the CRD is being deleted, read from storage: a create right after the CRD's delete
+/// was answered must see it, whether or not the CRD controller has yet.
+async fn terminating(state: &ApiState, crd_name: &str) -> Result<bool, ApiError> {
+    let Some(crd) = state.crds().read(None, crd_name).await? else { return Ok(true) };
+    let crd =
+        listwatch_apiextensions::CustomResourceDefinition::from_value(&crd.value()).map_err(ApiError::internal)?;
+    Ok(crd.is_condition_true("Terminating") || crd.metadata.get("deletionTimestamp").is_some_and(|t| !t.is_null()))
 }
 
 /// kube's 422 for a PUT of a custom resource without `metadata.resourceVersion`.

@@ -221,7 +221,7 @@ async fn route(
     if req.verb == Verb::Patch {
         PatchKind::from_headers(&parts.headers)?;
     }
-    let warnings = custom::check(state, resource, req, &parts.headers)?;
+    let warnings = custom::check(state, resource, req, &parts.headers).await?;
     let answer = serve_verb(state, parts, body, query, req, upgrade, store).await;
     Ok(response::with_warnings(answer.unwrap_or_else(|e| response::error(&e)), &warnings))
 }
