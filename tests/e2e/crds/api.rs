@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{CRDS, CRONTABS, condition, crd_json, crontab, install, wait_until};
+use super::{CRDS, CRONTABS, condition, crd_json, crontab, install, post_for_headers, wait_until};
 use crate::on_both_backends;
 use crate::support::{Backend, Server, Watch, assert_failure, assert_status, summary};
 
@@ -170,14 +170,7 @@ async fn field_validation_media_and_patch_types(backend: Backend) {
         "CronTab in version \"v1\" cannot be handled as a CronTab: strict decoding error: unknown field \"spec.foo\"",
     );
     // §7 #6: the server's default is Warn.
-    let response = server
-        .http
-        .post(server.api(CRONTABS))
-        .header("Content-Type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
+    let response = post_for_headers(&server, CRONTABS, &body).await;
     assert_eq!(response.status(), 201);
     let warnings: Vec<&str> = response.headers().get_all("warning").iter().map(|v| v.to_str().unwrap()).collect();
     assert_eq!(warnings, [r#"299 - "unknown field \"spec.foo\"""#]);

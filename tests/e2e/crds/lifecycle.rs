@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{CRD_NAME, CRDS, CRONTABS, condition, crd_json, crontab, install, install_crd, wait_until};
+use super::{
+    CRD_NAME, CRDS, CRONTABS, condition, crd_json, crontab, install, install_crd, post_for_headers, wait_until,
+};
 use crate::on_both_backends;
 use crate::support::{Backend, Server, Watch, assert_status};
 
@@ -142,14 +144,7 @@ async fn versions_convert_with_none(backend: Backend) {
     let beta = "/apis/stable.example.com/v1beta1/namespaces/default/crontabs";
     let mut body = crontab("old");
     body["apiVersion"] = json!("stable.example.com/v1beta1");
-    let response = server
-        .http
-        .post(server.api(beta))
-        .header("Content-Type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
+    let response = post_for_headers(&server, beta, &body).await;
     assert_eq!(response.status(), 201);
     assert_eq!(
         response.headers().get("warning").and_then(|v| v.to_str().ok()),

@@ -115,6 +115,12 @@ pub fn crontab(name: &str) -> Value {
     serde_yaml_ng::from_str(&crontab_yaml(name, "*/5 * * * *", 2)).expect("YAML")
 }
 
+/// POSTs `body` as JSON, for a test that reads the response's headers.
+pub async fn post_for_headers(server: &Server, path: &str, body: &Value) -> reqwest::Response {
+    let request = server.http.post(server.api(path)).header("Content-Type", "application/json");
+    request.body(body.to_string()).send().await.expect("request")
+}
+
 /// POSTs the fixture CRD and waits until its resources answer (Established).
 pub async fn install(server: &Server) -> Value {
     install_crd(server, &crd_json()).await

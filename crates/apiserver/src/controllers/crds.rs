@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use listwatch_apiextensions::CustomResourceDefinition;
 use listwatch_apiextensions::crd::CustomResourceDefinitionCondition;
@@ -30,7 +30,7 @@ use listwatch_meta::{ApiError, Object, WatchEvent};
 use serde_json::Value;
 
 use crate::customresources::{ServedCrd, resource};
-use crate::options::{DeleteOptions, ListOptions, RequestedVersion};
+use crate::options::DeleteOptions;
 use crate::registry::custom_strategy::CLEANUP_FINALIZER;
 use crate::registry::update::{Step, Updated};
 use crate::registry::{ResourceStore, editable, strategy};
@@ -83,14 +83,7 @@ impl Controller {
                 return;
             }
             let mut shutdown = state.shutdown.clone();
-            let options = ListOptions {
-                resource_version: RequestedVersion::At(from),
-                allow_watch_bookmarks: true,
-                watch: true,
-                ..ListOptions::default()
-            };
-            let far = Instant::now() + Duration::from_secs(3600 * 24 * 365);
-            let opened = state.crds().watch(&options, None, far).await;
+            let opened = super::follow::watch_from(state.crds(), from).await;
             drop(state);
             let mut source = match opened {
                 Ok(source) => source,

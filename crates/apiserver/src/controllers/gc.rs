@@ -59,9 +59,7 @@ use tokio::sync::mpsc;
 use listwatch_meta::WatchEvent;
 
 use crate::options::DeleteOptions;
-use crate::options::{ListOptions, RequestedVersion};
 use crate::registry::ResourceStore;
-use crate::registry::WatchSource;
 use crate::registry::update::Step;
 use crate::state::ApiState;
 
@@ -144,7 +142,7 @@ async fn watch_owners(
             return;
         }
         let mut shutdown = strong.shutdown.clone();
-        let opened = open(&store, from).await;
+        let opened = super::follow::watch_from(&store, from).await;
         drop(strong);
         let mut source = match opened {
             Ok(source) => source,
@@ -239,18 +237,6 @@ fn pending_gc_finalizers(object: &Object) -> Vec<String> {
 
 /// Events taken from a watch at a time.
 const WATCH_BATCH: usize = 256;
-
-/// A watch of every object of `store` after `from`.
-async fn open(store: &ResourceStore, from: i64) -> Result<WatchSource, ApiError> {
-    let options = ListOptions {
-        resource_version: RequestedVersion::At(from),
-        allow_watch_bookmarks: true,
-        watch: true,
-        ..ListOptions::default()
-    };
-    // The collector's watches live as long as the server.
-    store.watch(&options, None, std::time::Instant::now() + Duration::from_secs(3600 * 24 * 365)).await
-}
 
 /// The shortest and longest wait before a pass that has work left over (foreground owners
 /// waiting for their dependents; failures double the wait up to the longest).

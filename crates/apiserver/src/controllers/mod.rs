@@ -20,6 +20,7 @@ use crate::registry::MarkedForDeletion;
 use crate::state::ApiState;
 
 pub mod crds;
+mod follow;
 pub mod gc;
 pub mod graceful;
 pub mod namespaces;

@@ -68,16 +68,12 @@ pub fn of(crd: &CustomResourceDefinition, version: &str) -> Option<&'static Reso
         selectable_fields: leak_strs(
             served.selectable_fields.iter().map(|f| f.json_path.trim_start_matches('.').to_owned()),
         ),
-        printer_columns: &[],
-        delete_returns_object: false,
+        // The columns are the CRD's (`dynamic`); names are DNS subdomains; no protobuf.
         name_rule: NameRule::Subdomain,
-        watch_cache: true,
-        graceful_deletion: false,
-        protobuf: None,
-        allow_create_on_update: false,
         custom_list_kind: leak_str(&names.list_kind),
         storage_version: if storage == version { "" } else { leak_str(&storage) },
         dynamic: Some(dynamic),
+        ..Resource::EMPTY
     };
     let resource: &'static Resource = Box::leak(Box::new(resource));
     interned.insert(key, resource);

@@ -16,7 +16,8 @@ use listwatch_apiextensions::{CustomResourceDefinition, crd};
 use listwatch_meta::{ApiError, Resource};
 use serde_json::{Map, Value};
 
-use super::schema::{FieldValidation, Source, duplicate_fields, patch_invalid};
+use super::strict_decoding::{Source, duplicate_fields, patch_invalid};
+use crate::options::FieldValidation;
 
 /// Whether `resource` is `customresourcedefinitions`.
 pub fn is_crd(resource: &Resource) -> bool {

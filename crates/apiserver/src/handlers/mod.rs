@@ -44,6 +44,7 @@ pub mod patch_kind;
 pub mod read;
 pub mod scale;
 pub mod schema;
+pub mod strict_decoding;
 pub mod watch;
 pub mod write;
 

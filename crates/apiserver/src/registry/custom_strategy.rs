@@ -33,7 +33,7 @@ pub fn mark_crd_deleting(resource: &Resource, object: &mut Map<String, Value>) -
     if !is_crd(resource) {
         return false;
     }
-    let now = super::strategy::now_rfc3339();
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     if let Some(mut crd) = typed(object) {
         let condition = listwatch_apiextensions::crd::CustomResourceDefinitionCondition {
             type_: "Terminating".into(),
