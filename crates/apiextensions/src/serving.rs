@@ -44,6 +44,9 @@ pub struct ServedVersion {
     pub plural: String,
     /// The root schema (v1 CRDs always have one; `None` only for one that does not parse).
     pub schema: Option<Schema>,
+    /// The same, as written in the CRD (`openAPIV3Schema`), for whoever reads it as JSON
+    /// (server-side apply's merge rules).
+    pub open_api_schema: Option<Value>,
     /// The printer columns.
     pub columns: Columns,
     /// Whether `/status` is served.
@@ -76,6 +79,7 @@ impl ServedVersion {
             kind: names.kind.clone(),
             plural: names.plural.clone(),
             schema,
+            open_api_schema: v.open_api_schema().cloned(),
             columns,
             status_subresource: v.has_status_subresource(),
             scale: v.scale().cloned(),
