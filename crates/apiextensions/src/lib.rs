@@ -11,6 +11,9 @@
 //! * [`table`]: `additionalPrinterColumns` as a `meta.k8s.io` Table.
 //! * [`fields`]: field selectors (`selectableFields`) and the scale subresource's paths.
 //! * [`openapi`]: the OpenAPI v3 document of one group-version, for `kubectl explain`.
+//! * [`serving`]: one served version compiled for serving its custom resources (what the
+//!   apiserver's run-time registry holds per version), and [`version_order`], kube's order of
+//!   versions in discovery.
 //!
 //! Facts come from kube's `apiextensions-apiserver` and `kube-openapi` (release-1.32) and from
 //! `shared/spec/crds-and-apply.md`.
@@ -25,9 +28,11 @@ pub mod names;
 pub mod openapi;
 pub mod path;
 pub mod schema;
+pub mod serving;
 pub mod strategy;
 pub mod table;
 pub mod validation;
+pub mod version_order;
 
 pub use crd::CustomResourceDefinition;
 pub use path::FieldPath;

@@ -94,6 +94,22 @@ pub fn validate_create(crd: &CustomResourceDefinition) -> Vec<FieldError> {
     errs
 }
 
+/// What [`validate_create`] checks besides the generic ObjectMeta rules an apiserver applies to
+/// every kind (the name as a DNS-1123 subdomain, labels, annotations...): that the name is
+/// `<plural>.<group>`, then the spec, the status and the annotations.
+pub fn validate_create_spec(crd: &CustomResourceDefinition) -> Vec<FieldError> {
+    let name = crd.name();
+    let mut errs = Vec::new();
+    if !name.is_empty() && name != format!("{}.{}", crd.spec.names.plural, crd.spec.group) {
+        errs.push(FieldError::invalid("metadata.name", name, "must be spec.names.plural+\".\"+spec.group"));
+    }
+    errs.extend(validate_spec(crd));
+    errs.extend(validate_status(crd));
+    errs.extend(validate_api_approval(crd, None));
+    errs.extend(validate_preserve_unknown_fields(crd));
+    errs
+}
+
 /// Everything kube checks on an update of the main resource: the create checks, then the
 /// immutable fields (`spec.group`, `spec.names.plural` always; `spec.scope` and
 /// `spec.names.kind` once the old CRD is Established).

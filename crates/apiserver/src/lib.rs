@@ -11,6 +11,7 @@
 //! * [`authn`]: who is asking (token file, client certificates, anonymous);
 //! * [`controllers`]: the garbage collector, graceful deletion, namespace cleanup;
 //! * [`state`]: what handlers and controllers share ([`ApiState`]), built from [`config`];
+//! * [`customresources`]: the resources CRDs add while the server runs, beside the built-ins;
 //! * [`registry`]: one resource's objects below HTTP, with the one delegator that picks the
 //!   watch cache or storage for every read, the guaranteed update and deletion;
 //! * [`options`]: list, watch, write and delete options, validated as kube does;
@@ -25,6 +26,7 @@
 pub mod authn;
 mod config;
 mod controllers;
+mod customresources;
 mod discovery;
 mod faults;
 mod handlers;

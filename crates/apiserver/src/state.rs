@@ -1,7 +1,8 @@
 //! What every handler and controller shares: the settings, storage, one
-//! [`ResourceStore`] per served resource (cached or not), the faults the debug API injects,
-//! and the shutdown signal. It depends on no handler; [`crate::server::start`] builds it and
-//! starts the controllers around it.
+//! [`ResourceStore`] per served resource (cached or not) — the built-ins' fixed list and the
+//! run-time set CRDs add ([`CustomResources`]) —, the faults the debug API injects, and the
+//! shutdown signal. It depends on no handler; [`crate::server::start`] builds it and starts
+//! the controllers around it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use listwatch_watchcache::WatchCache;
 use tokio::sync::watch;
 
 use crate::config::ServerConfig;
+use crate::customresources::CustomResources;
 use crate::faults::{Throttle, WatchFaults};
 use crate::registry::{DeletionNotices, ResourceStore};
 
@@ -23,7 +25,13 @@ pub struct ApiState {
     pub storage: Arc<dyn Storage>,
     /// The storage backend's version (what it supports).
     pub backend: BackendVersion,
+    /// The built-in resources' stores, in registry order.
     stores: Vec<Arc<ResourceStore>>,
+    /// The resources CRDs add while the server runs.
+    pub custom: CustomResources,
+    /// Where stores announce what they mark for deletion.
+    deletions: DeletionNotices,
+    consistent_reads_from_cache: bool,
     /// 429s the debug API asked for.
     pub throttle: Throttle,
     /// What the debug API (and `--break-watch`) injects into watch streams; every stream's
@@ -47,41 +55,44 @@ impl ApiState {
         if !consistent_reads_from_cache {
             tracing::warn!(version = %backend.version, "storage does not answer progress requests reliably: consistent reads go to storage and streaming lists are refused");
         }
-        let stores = Registry
-            .resources()
-            .iter()
-            .map(|resource| {
-                let cached = cache_enabled(&config, resource);
-                let cache = cached.then(|| {
-                    WatchCache::start(
-                        resource,
-                        resource.collection_prefix(&config.storage_root),
-                        storage.clone(),
-                        config.cache.clone(),
-                    )
-                });
-                Arc::new(ResourceStore {
-                    resource,
-                    storage: storage.clone(),
-                    cache,
-                    root: config.storage_root.clone(),
-                    consistent_reads_from_cache,
-                    list_page_size: config.cache.list_page_size,
-                    deletions: deletions.clone(),
-                })
-            })
-            .collect();
         let (shutdown_tx, shutdown) = watch::channel(false);
         let watch_faults = Arc::new(WatchFaults::new(config.break_watch));
-        Ok(ApiState {
+        let mut state = ApiState {
             config,
             storage,
             backend,
-            stores,
+            stores: Vec::new(),
+            custom: CustomResources::default(),
+            deletions,
+            consistent_reads_from_cache,
             throttle: Throttle::default(),
             watch_faults,
             shutdown,
             shutdown_tx,
+        };
+        state.stores = Registry.resources().iter().map(|resource| state.make_store(resource)).collect();
+        Ok(state)
+    }
+
+    /// A new store for `resource`, with a watch cache of its own unless configured off.
+    pub(crate) fn make_store(&self, resource: &'static Resource) -> Arc<ResourceStore> {
+        let config = &self.config;
+        let cache = cache_enabled(config, resource).then(|| {
+            WatchCache::start(
+                resource,
+                resource.collection_prefix(&config.storage_root),
+                self.storage.clone(),
+                config.cache.clone(),
+            )
+        });
+        Arc::new(ResourceStore {
+            resource,
+            storage: self.storage.clone(),
+            cache,
+            root: config.storage_root.clone(),
+            consistent_reads_from_cache: self.consistent_reads_from_cache,
+            list_page_size: config.cache.list_page_size,
+            deletions: self.deletions.clone(),
         })
     }
 
@@ -90,31 +101,59 @@ impl ApiState {
         self.shutdown_tx.send_replace(true);
     }
 
-    /// Every resource's store.
-    pub fn stores(&self) -> impl Iterator<Item = &Arc<ResourceStore>> {
-        self.stores.iter()
+    /// One store per collection of objects: every built-in's, then the storage version's of
+    /// each served CRD (its other versions' stores hold the same objects).
+    pub fn stores(&self) -> Vec<Arc<ResourceStore>> {
+        let custom = self.custom.snapshot();
+        let served = custom.crds.values().filter_map(|c| c.stores.first().cloned());
+        self.stores.iter().cloned().chain(served).collect()
     }
 
-    /// The store of a group, version and plural, if served.
-    pub fn store(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceStore>> {
+    /// The store of a group, version and plural, if served (a built-in, else a custom
+    /// resource whose CRD serves it now).
+    pub fn store(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceStore>> {
+        self.builtin(group, version, plural)
+            .cloned()
+            .or_else(|| self.custom.snapshot().store(group, version, plural).cloned())
+    }
+
+    fn builtin(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceStore>> {
         self.stores
             .iter()
             .find(|s| s.resource.group == group && s.resource.version == version && s.resource.plural == plural)
     }
 
-    /// The store of a registered resource.
+    /// The store serving objects of `kind` in `group`/`version` (an owner reference's).
+    pub fn store_of_kind(&self, group: &str, version: &str, kind: &str) -> Option<Arc<ResourceStore>> {
+        let matches = |s: &&Arc<ResourceStore>| {
+            s.resource.group == group && s.resource.version == version && s.resource.kind == kind
+        };
+        if let Some(store) = self.stores.iter().find(matches) {
+            return Some(store.clone());
+        }
+        let custom = self.custom.snapshot();
+        custom.crds.values().flat_map(|c| c.stores.iter()).find(matches).cloned()
+    }
+
+    /// The store of a built-in resource.
     pub fn store_of(&self, resource: &Resource) -> &Arc<ResourceStore> {
-        self.stores.iter().find(|s| std::ptr::eq(s.resource, resource)).expect("every resource has a store")
+        self.stores.iter().find(|s| std::ptr::eq(s.resource, resource)).expect("every built-in resource has a store")
+    }
+
+    /// The CustomResourceDefinitions' store.
+    pub fn crds(&self) -> &Arc<ResourceStore> {
+        self.builtin(listwatch_apiextensions::crd::GROUP, "v1", listwatch_apiextensions::crd::RESOURCE)
+            .expect("CRDs are registered")
     }
 
     /// The namespaces' store.
     pub fn namespaces(&self) -> &Arc<ResourceStore> {
-        self.store("", "v1", "namespaces").expect("namespaces are registered")
+        self.builtin("", "v1", "namespaces").expect("namespaces are registered")
     }
 
     /// Whether every watch cache has its initial list.
     pub fn is_ready(&self) -> bool {
-        self.stores.iter().all(|s| s.cache.as_ref().is_none_or(WatchCache::is_ready))
+        self.stores().iter().all(|s| s.cache.as_ref().is_none_or(WatchCache::is_ready))
     }
 
     /// Whether storage is failing on purpose now (a debug API outage).

@@ -34,7 +34,10 @@ pub(crate) fn table(
         }
     };
     let columns = if with_header {
-        Value::Array(resource.printer_columns.iter().map(column_definition).collect()).to_string()
+        match resource.dynamic {
+            Some(dynamic) => dynamic.column_definitions().to_string(),
+            None => Value::Array(resource.printer_columns.iter().map(column_definition).collect()).to_string(),
+        }
     } else {
         "null".to_string()
     };
@@ -67,6 +70,14 @@ fn write_row(
     include: IncludeObject,
     now: SystemTime,
 ) {
+    if let Some(dynamic) = resource.dynamic {
+        // A CRD's columns may hold several dates anywhere in the row, each an age that
+        // depends on the clock: its rows are made afresh, not memoized around one AGE cell.
+        let value: Value = serde_json::from_slice(object.json()).expect("an object's JSON parses");
+        let cells = Value::Array(dynamic.cells(&value, now)).to_string();
+        out.put_slice(format!("{{\"cells\":{cells}{}}}", object_part(object, v1beta1, include)).as_bytes());
+        return;
+    }
     let include_index = match include {
         IncludeObject::None => 0,
         IncludeObject::Metadata => 1,
@@ -99,13 +110,7 @@ fn encode_row_parts(resource: &Resource, object: &Object, v1beta1: bool, include
             cells.push(cell(column.cell, object, &value).to_string());
         }
     }
-    let object_part = match include {
-        IncludeObject::None => String::new(),
-        IncludeObject::Metadata => {
-            format!(",\"object\":{}", std::str::from_utf8(&metadata_json(object, v1beta1)).expect("JSON is UTF-8"))
-        }
-        IncludeObject::Object => format!(",\"object\":{}", std::str::from_utf8(object.json()).expect("JSON is UTF-8")),
-    };
+    let object_part = object_part(object, v1beta1, include);
     let (before, after) = match age_at {
         Some(i) => {
             let before = format!("{{\"cells\":[{}{}", cells[..i].join(","), if i > 0 { "," } else { "" });
@@ -121,6 +126,17 @@ fn encode_row_parts(resource: &Resource, object: &Object, v1beta1: bool, include
     out.put_slice(before.as_bytes());
     out.put_slice(after.as_bytes());
     out.freeze()
+}
+
+/// `,"object":...` of a row, as `includeObject` asks.
+fn object_part(object: &Object, v1beta1: bool, include: IncludeObject) -> String {
+    match include {
+        IncludeObject::None => String::new(),
+        IncludeObject::Metadata => {
+            format!(",\"object\":{}", std::str::from_utf8(&metadata_json(object, v1beta1)).expect("JSON is UTF-8"))
+        }
+        IncludeObject::Object => format!(",\"object\":{}", std::str::from_utf8(object.json()).expect("JSON is UTF-8")),
+    }
 }
 
 fn object_value_creation(object: &Object) -> Option<SystemTime> {
@@ -232,6 +248,7 @@ fn cell(cell: Cell, object: &Object, v: &Value) -> Value {
         Cell::EndpointsAddresses => Value::String(endpoints(v)),
         Cell::NodeStatus => Value::String(node_status(v)),
         Cell::NodeRoles => Value::String(node_roles(v)),
+        Cell::CreatedAt => lookup(v, "metadata.creationTimestamp").cloned().unwrap_or(Value::Null),
     }
 }
 

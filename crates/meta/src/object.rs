@@ -75,9 +75,13 @@ impl std::fmt::Debug for Object {
 }
 
 impl Object {
-    /// Decodes a stored value and stamps `resource_version` into it.
+    /// Decodes a stored value and stamps `resource_version` into it (a custom resource is
+    /// also pruned and defaulted, as kube reads them: see [`crate::registry::DynamicKind`]).
     pub fn from_storage(resource: &Resource, stored: &[u8], resource_version: i64) -> Result<Object, DecodeError> {
-        let value: Value = serde_json::from_slice(stored).map_err(|e| DecodeError(e.to_string()))?;
+        let mut value: Value = serde_json::from_slice(stored).map_err(|e| DecodeError(e.to_string()))?;
+        if let (Some(dynamic), Value::Object(map)) = (resource.dynamic, &mut value) {
+            dynamic.on_read(map);
+        }
         Object::from_value(resource, value, resource_version)
     }
 
@@ -219,13 +223,18 @@ pub fn canonicalize(
     out
 }
 
-/// The canonical bytes to store for `value`: no resourceVersion inside (it is the revision).
+/// The canonical bytes to store for `value`: no resourceVersion inside (it is the revision),
+/// and the storage version's `apiVersion` (a custom resource written through another of its
+/// versions is stored in its storage version; with conversion `None` only `apiVersion` differs).
 pub fn to_storage_bytes(resource: &Resource, value: Value) -> Bytes {
     let map = match value {
         Value::Object(map) => map,
         _ => Map::new(),
     };
-    let canonical = canonicalize(resource, map, None);
+    let mut canonical = canonicalize(resource, map, None);
+    if !resource.storage_version.is_empty() {
+        canonical.insert("apiVersion".into(), Value::String(resource.storage_api_version()));
+    }
     Bytes::from(serde_json::to_vec(&Value::Object(canonical)).expect("JSON values serialize"))
 }
 

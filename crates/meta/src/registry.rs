@@ -3,6 +3,17 @@
 //! Adding a resource is one entry in [`BUILTIN`]. Everything the server does per resource
 //! (routing, discovery, OpenAPI, storage keys, field selectors, printing, subresources, the
 //! watch cache) reads it from here.
+//!
+//! Custom resources are described by the same [`Resource`], made while the server runs from
+//! their CustomResourceDefinition (the apiserver keeps that run-time set beside
+//! [`BUILTIN`]). What a CRD decides beyond these fields (its schema's pruning and defaulting
+//! on read, its printer columns) sits behind [`Resource::dynamic`], a [`DynamicKind`]
+//! implemented where CRDs are understood, so the layers below the apiserver need not know
+//! CRDs.
+
+use std::time::SystemTime;
+
+use serde_json::{Map, Value};
 
 use crate::validation::NameRule;
 
@@ -60,6 +71,8 @@ pub enum Cell {
     NodeStatus,
     /// Roles of a Node from its labels.
     NodeRoles,
+    /// `metadata.creationTimestamp` as RFC 3339 (kube's default table convertor, `Created At`).
+    CreatedAt,
 }
 
 /// One column of the table kubectl prints.
@@ -99,6 +112,20 @@ const AGE: PrinterColumn = PrinterColumn {
     priority: 0,
     cell: Cell::Age,
 };
+
+/// What a resource defined at run time (a custom resource) does that the static fields of
+/// [`Resource`] cannot say.
+pub trait DynamicKind: std::fmt::Debug + Send + Sync {
+    /// Changes an object read from storage before anything serves it: custom resources are
+    /// pruned and defaulted on every read, so a default added to the CRD later shows at once.
+    fn on_read(&self, object: &mut Map<String, Value>);
+    /// The Table's `columnDefinitions` (server-side printing).
+    fn column_definitions(&self) -> Value;
+    /// The cells of one object's row, its name first; `now` computes ages.
+    fn cells(&self, object: &Value, now: SystemTime) -> Vec<Value>;
+    /// The implementation, for the layer that made it.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
 
 /// A resource served by the API.
 #[derive(Debug)]
@@ -142,6 +169,13 @@ pub struct Resource {
     pub protobuf: Option<&'static str>,
     /// PUT of a missing object creates it (kube's `AllowCreateOnUpdate`).
     pub allow_create_on_update: bool,
+    /// The kind of lists when it is not `<Kind>List` (a CRD names its own), else empty.
+    pub custom_list_kind: &'static str,
+    /// The version objects are stored in when it is not `version` (a custom resource served
+    /// in several versions stores them in one), else empty.
+    pub storage_version: &'static str,
+    /// What a custom resource's definition decides beyond these fields; `None` for built-ins.
+    pub dynamic: Option<&'static dyn DynamicKind>,
 }
 
 const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
@@ -160,7 +194,16 @@ impl Resource {
 
     /// The kind of a list of these objects (`PodList`).
     pub fn list_kind(&self) -> String {
-        format!("{}List", self.kind)
+        if self.custom_list_kind.is_empty() { format!("{}List", self.kind) } else { self.custom_list_kind.to_string() }
+    }
+
+    /// The `apiVersion` objects are stored with (the storage version's).
+    pub fn storage_api_version(&self) -> String {
+        match self.storage_version {
+            "" => self.api_version(),
+            version if self.group.is_empty() => version.to_string(),
+            version => format!("{}/{version}", self.group),
+        }
     }
 
     /// The resource as kube names it in messages (`pods`, `deployments.apps`).
@@ -231,7 +274,16 @@ const DEFAULTS: Resource = Resource {
     graceful_deletion: false,
     protobuf: None,
     allow_create_on_update: false,
+    custom_list_kind: "",
+    storage_version: "",
+    dynamic: None,
 };
+
+impl Resource {
+    /// A resource to build others from with `..Resource::EMPTY` (resources made at run time
+    /// fill in every field that matters).
+    pub const EMPTY: Resource = DEFAULTS;
+}
 
 /// The resources listwatch serves.
 pub static BUILTIN: &[Resource] = &[
@@ -347,6 +399,15 @@ pub static BUILTIN: &[Resource] = &[
             AGE,
         ],
         protobuf: Some("k8s.io.api.apps.v1.ReplicaSet"),
+    },
+    // kube-aggregator's group priorities order `/apis`: apiextensions.k8s.io (16700) comes
+    // between apps (17800) and coordination.k8s.io (16500).
+    resource! {
+        group: "apiextensions.k8s.io", plural: "customresourcedefinitions", singular: "customresourcedefinition",
+        kind: "CustomResourceDefinition", short_names: &["crd", "crds"], categories: &["api-extensions"],
+        namespaced: false, subresources: &[Subresource::Status],
+        storage_prefix: "apiextensions.k8s.io/customresourcedefinitions",
+        printer_columns: &[NAME, PrinterColumn { name: "Created At", type_: "date", cell: Cell::CreatedAt, ..AGE }],
     },
     resource! {
         group: "coordination.k8s.io", plural: "leases", singular: "lease", kind: "Lease",

@@ -20,10 +20,11 @@
 //!   preconditions, upstream `operations.go` `deleteObject`); when some exist, the dangling
 //!   references are removed from it instead. An owner whose apiVersion/kind this server does
 //!   not serve, or a namespaced owner of a cluster-scoped dependent, is not absent: nothing is
-//!   done (kube logs and retries; the kinds served here never change while the server runs, so
-//!   retrying would not help). Objects already being deleted are left alone.
+//!   done (kube logs and retries; here the reconcile that follows a CRD's new resources checks
+//!   such dependents again). Objects already being deleted are left alone.
 //!
-//! Like kube's collector, it learns of owners through watches (one per resource): a DELETED
+//! Like kube's collector, it learns of owners through watches (one per resource, custom
+//! resources included from the moment their CRD serves them): a DELETED
 //! event queues the owner's dependents for the check above, a MODIFIED that carries `orphan` or
 //! `foregroundDeletion` with a deletionTimestamp queues that work, and an ADDED or MODIFIED
 //! object whose JSON mentions `ownerReferences` is queued for the check itself. Whatever path
@@ -58,9 +59,7 @@ use tokio::sync::mpsc;
 use listwatch_meta::WatchEvent;
 
 use crate::options::DeleteOptions;
-use crate::options::{ListOptions, RequestedVersion};
 use crate::registry::ResourceStore;
-use crate::registry::WatchSource;
 use crate::registry::update::Step;
 use crate::state::ApiState;
 
@@ -94,11 +93,39 @@ enum Signal {
 pub async fn start(state: &Arc<ApiState>) -> Result<(), ApiError> {
     let from = state.storage.current_revision().await.map_err(crate::registry::storage_error)?;
     let (tx, rx) = mpsc::unbounded_channel();
-    for store in state.stores() {
+    let stores = state.stores();
+    for store in &stores {
         tokio::spawn(watch_owners(Arc::downgrade(state), store.clone(), from, tx.clone()));
     }
+    tokio::spawn(follow_custom_resources(Arc::downgrade(state), stores, tx));
     tokio::spawn(run(Arc::downgrade(state), rx));
     Ok(())
+}
+
+/// Watches the stores CRDs add while the server runs, as those it started with. A new store
+/// is watched from storage's revision then, and a reconcile finds what happened before.
+async fn follow_custom_resources(
+    state: Weak<ApiState>,
+    mut watched: Vec<Arc<ResourceStore>>,
+    signals: mpsc::UnboundedSender<Signal>,
+) {
+    let Some(mut changes) = state.upgrade().map(|s| s.custom.subscribe()) else { return };
+    while changes.changed().await.is_ok() {
+        let Some(strong) = state.upgrade() else { return };
+        let current = strong.stores();
+        watched.retain(|w| current.iter().any(|s| Arc::ptr_eq(s, w)));
+        let added: Vec<Arc<ResourceStore>> =
+            current.into_iter().filter(|s| !watched.iter().any(|w| Arc::ptr_eq(s, w))).collect();
+        if added.is_empty() {
+            continue;
+        }
+        let Ok(from) = strong.storage.current_revision().await else { continue };
+        for store in added {
+            tokio::spawn(watch_owners(state.clone(), store.clone(), from, signals.clone()));
+            watched.push(store);
+        }
+        let _ = signals.send(Signal::Reconcile);
+    }
 }
 
 /// Follows one resource's changes from `from` and turns them into jobs.
@@ -110,11 +137,12 @@ async fn watch_owners(
 ) {
     loop {
         let Some(strong) = state.upgrade() else { return };
-        if *strong.shutdown.borrow() {
+        // A custom resource's store that is no longer served (its CRD changed or went).
+        if *strong.shutdown.borrow() || !strong.stores().iter().any(|s| Arc::ptr_eq(s, &store)) {
             return;
         }
         let mut shutdown = strong.shutdown.clone();
-        let opened = open(&store, from).await;
+        let opened = super::follow::watch_from(&store, from).await;
         drop(strong);
         let mut source = match opened {
             Ok(source) => source,
@@ -209,18 +237,6 @@ fn pending_gc_finalizers(object: &Object) -> Vec<String> {
 
 /// Events taken from a watch at a time.
 const WATCH_BATCH: usize = 256;
-
-/// A watch of every object of `store` after `from`.
-async fn open(store: &ResourceStore, from: i64) -> Result<WatchSource, ApiError> {
-    let options = ListOptions {
-        resource_version: RequestedVersion::At(from),
-        allow_watch_bookmarks: true,
-        watch: true,
-        ..ListOptions::default()
-    };
-    // The collector's watches live as long as the server.
-    store.watch(&options, None, std::time::Instant::now() + Duration::from_secs(3600 * 24 * 365)).await
-}
 
 /// The shortest and longest wait before a pass that has work left over (foreground owners
 /// waiting for their dependents; failures double the wait up to the longest).
@@ -378,10 +394,11 @@ async fn pass(state: &ApiState, jobs: Vec<Job>, reconcile: bool) -> Outcome {
             outcome.retry.push(Job::OwnerFinalizing { group, plural, namespace, name, uid, finalizer });
             continue;
         }
-        let Some(store) = state.stores().find(|s| s.resource.group == group && s.resource.plural == plural) else {
+        let Some(store) = state.stores().into_iter().find(|s| s.resource.group == group && s.resource.plural == plural)
+        else {
             continue;
         };
-        remove_finalizer(store, namespace.as_deref(), &name, &uid, &finalizer).await;
+        remove_finalizer(&store, namespace.as_deref(), &name, &uid, &finalizer).await;
     }
     let mut lookups = OwnerLookups::default();
     for (store, object) in candidates.by_key.into_values() {
@@ -502,10 +519,7 @@ impl OwnerLookups {
         reference: &OwnerReference,
     ) -> Result<OwnerState, ApiError> {
         let (group, version) = reference.api_version.split_once('/').unwrap_or(("", reference.api_version.as_str()));
-        let Some(store) = state
-            .stores()
-            .find(|s| s.resource.group == group && s.resource.version == version && s.resource.kind == reference.kind)
-        else {
+        let Some(store) = state.store_of_kind(group, version, &reference.kind) else {
             tracing::debug!(
                 api_version = reference.api_version,
                 kind = reference.kind,

@@ -1,5 +1,7 @@
 //! Background work a Kubernetes control plane does and clients observe through watches:
 //!
+//! * [`crds`]: the CRD controllers (names, establishing, serving custom resources, and the
+//!   cleanup of a deleted CRD's instances);
 //! * [`gc`]: the garbage collector (propagation policies, dangling owner references);
 //! * [`graceful`]: the kubelet's removal of a pod once its grace period is over;
 //! * [`namespaces`]: the cleanup of a deleted namespace's content, then of the namespace.
@@ -17,12 +19,16 @@ use tokio::sync::mpsc;
 use crate::registry::MarkedForDeletion;
 use crate::state::ApiState;
 
+pub mod crds;
+mod follow;
 pub mod gc;
 pub mod graceful;
 pub mod namespaces;
 
 /// Starts every controller; `marked` is the receiving end of the stores' deletion notices.
 pub async fn start(state: &Arc<ApiState>, marked: mpsc::UnboundedReceiver<MarkedForDeletion>) -> Result<(), ApiError> {
+    // Stored CRDs are served again first, so the other controllers see their resources too.
+    crds::start(state).await?;
     gc::start(state).await?;
     let (cleanup_tx, cleanup_rx) = mpsc::unbounded_channel();
     tokio::spawn(namespaces::run(Arc::downgrade(state), cleanup_rx));

@@ -43,7 +43,7 @@ pub async fn run(state: Weak<ApiState>, mut names: mpsc::UnboundedReceiver<Strin
 /// namespace. Returns whether the namespace is gone.
 async fn clean_namespace(state: &ApiState, name: &str) -> Result<bool, listwatch_meta::ApiError> {
     let mut remaining = 0;
-    for store in state.stores().filter(|s| s.resource.namespaced) {
+    for store in state.stores().into_iter().filter(|s| s.resource.namespaced) {
         let prefix = store.prefix(Some(name));
         let resp = store.storage.range(RangeRequest::new(KeyRange::prefix(prefix))).await.map_err(storage_error)?;
         for kv in resp.kvs {

@@ -1,13 +1,17 @@
 //! Discovery documents (spec §10): `/version`, `/api`, `/api/v1`, `/apis`, `/apis/{g}`,
-//! `/apis/{g}/{v}`, built from the registry. Aggregated discovery is not offered: clients
-//! that ask for it get plain `application/json` and fall back to these, as client-go does.
+//! `/apis/{g}/{v}`, built from the registry: the built-ins, then the groups CRDs add
+//! ([`custom`]). Aggregated discovery is not offered: clients that ask for it get plain
+//! `application/json` and fall back to these, as client-go does.
 
 mod builtin_schemas;
+mod custom;
 pub mod openapi;
 
 use listwatch_meta::Registry;
 use listwatch_meta::registry::Subresource;
 use serde_json::{Value, json};
+
+use crate::state::ApiState;
 
 /// The Kubernetes version listwatch speaks (kubectl's dispatcher picks its client by it).
 pub const KUBERNETES_MINOR: &str = "32";
@@ -34,9 +38,11 @@ pub fn api_versions(server_address: &str) -> Value {
     })
 }
 
-fn group_versions(group: &str, versions: &[&str]) -> Value {
-    let list: Vec<Value> =
-        versions.iter().map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v})).collect();
+fn group_versions(group: &str, versions: &[impl AsRef<str>]) -> Value {
+    let list: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{}", v.as_ref()), "version": v.as_ref()}))
+        .collect();
     json!({
         "name": group,
         "versions": list,
@@ -44,14 +50,18 @@ fn group_versions(group: &str, versions: &[&str]) -> Value {
     })
 }
 
-pub fn api_group_list() -> Value {
-    let groups: Vec<Value> =
+pub fn api_group_list(state: &ApiState) -> Value {
+    let mut groups: Vec<Value> =
         Registry.groups().into_iter().filter(|(g, _)| !g.is_empty()).map(|(g, v)| group_versions(g, &v)).collect();
+    groups.extend(custom::groups(&state.custom.snapshot()).iter().map(|(g, v)| group_versions(g, v)));
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
-pub fn api_group(group: &str) -> Option<Value> {
-    let (_, versions) = Registry.groups().into_iter().find(|(g, _)| *g == group && !g.is_empty())?;
+pub fn api_group(state: &ApiState, group: &str) -> Option<Value> {
+    let versions: Vec<String> = match Registry.groups().into_iter().find(|(g, _)| *g == group && !g.is_empty()) {
+        Some((_, versions)) => versions.iter().map(ToString::to_string).collect(),
+        None => custom::groups(&state.custom.snapshot()).into_iter().find(|(g, _)| g == group)?.1,
+    };
     let mut doc = group_versions(group, &versions);
     let map = doc.as_object_mut()?;
     map.insert("kind".into(), json!("APIGroup"));
@@ -60,10 +70,13 @@ pub fn api_group(group: &str) -> Option<Value> {
 }
 
 /// `APIResourceList` of one group-version, subresources included (`pods/status`).
-pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
+pub fn api_resource_list(state: &ApiState, group: &str, version: &str) -> Option<Value> {
     let resources: Vec<_> = Registry.resources().iter().filter(|r| r.group == group && r.version == version).collect();
     if resources.is_empty() {
-        return None;
+        let list = custom::resources(&state.custom.snapshot(), group, version)?;
+        return Some(
+            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("{group}/{version}"), "resources": list}),
+        );
     }
     let mut list = Vec::new();
     for r in resources {

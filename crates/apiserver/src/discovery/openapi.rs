@@ -1,5 +1,7 @@
 //! OpenAPI v3 documents: `/openapi/v3` (the index of group-versions) and one document per
-//! group-version, generated from the registry.
+//! group-version, generated from the registry; the group-versions CRDs add have the document
+//! kube's CRD OpenAPI controller makes (`listwatch_apiextensions::openapi`), made once per
+//! change of the served CRDs.
 //!
 //! What clients read from them, and therefore what is here:
 //! * kubectl's field-validation check (`QueryParamVerifierV3`): a PATCH operation tagged with
@@ -16,12 +18,15 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use bytes::Bytes;
+use listwatch_apiextensions::CustomResourceDefinition;
 use listwatch_meta::registry::Subresource;
 use listwatch_meta::{ApiError, Registry, Resource};
 use serde_json::{Value, json};
 
+use crate::customresources::Snapshot;
 use crate::request::Query;
 use crate::response::{self, HttpResponse};
+use crate::state::ApiState;
 
 /// Every group-version's document, by its path (`api/v1`, `apis/apps/v1`), with its hash.
 static DOCUMENTS: LazyLock<BTreeMap<String, (Bytes, String)>> = LazyLock::new(|| {
@@ -41,19 +46,75 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100000001b3))
 }
 
-pub fn handle(path: &str, _query: &Query) -> Result<HttpResponse, ApiError> {
+/// The documents of the CRD group-versions served now, by path.
+fn custom_documents(snapshot: &Snapshot) -> &BTreeMap<String, (Bytes, String)> {
+    snapshot.openapi.get_or_init(|| {
+        let established: Vec<&CustomResourceDefinition> = snapshot.established().map(|c| c.crd.as_ref()).collect();
+        let mut group_versions: Vec<(&str, &str)> = established
+            .iter()
+            .flat_map(|c| c.spec.versions.iter().filter(|v| v.served).map(|v| (c.spec.group.as_str(), v.name.as_str())))
+            .collect();
+        group_versions.sort_unstable();
+        group_versions.dedup();
+        group_versions
+            .into_iter()
+            .filter(|(group, version)| !DOCUMENTS.contains_key(&format!("apis/{group}/{version}")))
+            .map(|(group, version)| {
+                let doc = listwatch_apiextensions::openapi::group_version_document(group, version, &established);
+                let doc = Bytes::from(doc.to_string());
+                let hash = format!("{:016X}", fnv1a(&doc));
+                (format!("apis/{group}/{version}"), (doc, hash))
+            })
+            .collect()
+    })
+}
+
+/// The media type kube-openapi answers OpenAPI v2 in protobuf with (gnostic's
+/// `openapi_v2.Document`; kubectl asks for `...spec.v2@v1.0+protobuf`, which Go's media type
+/// parser would refuse in a Content-Type).
+const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// `/openapi/v2`: a document without definitions. kubectl reads it only to validate, on the
+/// client, a kind the v3 documents do not have (a custom resource whose CRD is not there
+/// yet): with no schema for it, kubectl leaves the kind to the server, whose answer is then
+/// kube's (`no matches for kind ...`). Protobuf when asked for, JSON otherwise.
+fn openapi_v2(accept: Option<&str>) -> HttpResponse {
+    let (title, version) = ("Kubernetes", format!("v1.{}.0", crate::discovery::KUBERNETES_MINOR));
+    if accept.is_some_and(|a| a.contains("com.github.proto-openapi.spec.v2")) {
+        let field = |number: u8, bytes: &[u8]| {
+            let mut out = vec![(number << 3) | 2, u8::try_from(bytes.len()).expect("short fields")];
+            out.extend_from_slice(bytes);
+            out
+        };
+        let info = [field(1, title.as_bytes()), field(2, version.as_bytes())].concat();
+        // swagger (1), info (2), paths (8) and definitions (9), both empty.
+        let document = [field(1, b"2.0"), field(2, &info), field(8, b""), field(9, b"")].concat();
+        return response::with_body(200, V2_PROTOBUF, crate::transport::body::Body::full(Bytes::from(document)));
+    }
+    let document =
+        json!({"swagger": "2.0", "info": {"title": title, "version": version}, "paths": {}, "definitions": {}});
+    response::json(200, Bytes::from(document.to_string()))
+}
+
+pub fn handle(state: &ApiState, path: &str, _query: &Query, accept: Option<&str>) -> Result<HttpResponse, ApiError> {
+    if path == "/openapi/v2" {
+        return Ok(openapi_v2(accept));
+    }
     let Some(rest) = path.strip_prefix("/openapi/v3") else {
         return Err(ApiError::not_found_path());
     };
     let rest = rest.trim_matches('/');
+    let snapshot = state.custom.snapshot();
+    let custom = custom_documents(&snapshot);
     if rest.is_empty() {
         let paths: serde_json::Map<String, Value> = DOCUMENTS
             .iter()
+            .chain(custom.iter())
             .map(|(p, (_, hash))| (p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")})))
             .collect();
         return Ok(response::json(200, Bytes::from(json!({"paths": paths}).to_string())));
     }
-    match DOCUMENTS.get(rest) {
+    match DOCUMENTS.get(rest).or_else(|| custom.get(rest)) {
         Some((doc, _)) => Ok(response::json(200, doc.clone())),
         None => Err(ApiError::not_found_path()),
     }

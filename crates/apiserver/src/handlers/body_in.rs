@@ -202,11 +202,21 @@ pub fn parse_object(body: &[u8], resource: &Resource) -> Result<Map<String, Valu
             unrecognized(resource.kind, &format!("couldn't get version/kind; json parse error: {e}"), body)
         })
     })?;
-    let kind = kinds::interpret(&value).map_err(|e| unrecognized(resource.kind, &e, body))?.with_defaults(resource);
+    let named = kinds::interpret(&value).map_err(|e| unrecognized(resource.kind, &e, body))?;
     let map = match value {
         Value::Object(map) => map,
         _ => Map::new(),
     };
+    if resource.dynamic.is_some() {
+        // A custom resource decodes into an unstructured object, which needs a kind; the kind
+        // and apiVersion it names are checked against the URL by validation (422), not here.
+        if named.kind.is_empty() {
+            let data = String::from_utf8_lossy(body);
+            return Err(unrecognized(resource.kind, &format!("Object 'Kind' is missing in '{data}'"), body));
+        }
+        return Ok(map);
+    }
+    let kind = named.with_defaults(resource);
     kinds::decode_failure(&kind, resource, &String::from_utf8_lossy(body), &map)
         .map_err(|e| cannot_be_handled(&kind.kind, &kind.version, resource, &e))?;
     Ok(map)

@@ -269,6 +269,11 @@ pub fn decode_failure(
     if body.group == resource.group && body.version == resource.version && body.kind == resource.kind {
         return Ok(());
     }
+    if resource.dynamic.is_some() {
+        // Custom resources decode into unstructured objects whatever kind they name; their
+        // validation checks the kind and apiVersion (`kind: Invalid value: ...: must be ...`).
+        return Ok(());
+    }
     if !body.is_registered() {
         return Err(format!(
             "no kind {} is registered for version {} in scheme {}",

@@ -34,6 +34,8 @@ use patch_kind::PatchKind;
 pub mod admission;
 pub mod apply;
 pub mod body_in;
+pub mod custom;
+pub mod custom_schema;
 pub mod debug;
 pub mod delete;
 pub mod field_manager;
@@ -44,6 +46,7 @@ pub mod patch_kind;
 pub mod read;
 pub mod scale;
 pub mod schema;
+pub mod strict_decoding;
 pub mod watch;
 pub mod write;
 
@@ -169,15 +172,16 @@ async fn route(
             return Ok(response::with_body(
                 200,
                 prometheus::TEXT_FORMAT,
-                Body::full(metrics::render(state.stores()).await),
+                Body::full(metrics::render(state.stores().iter()).await),
             ));
         }
         "/api" | "/api/" => return get_only(json(discovery::api_versions(&state.config.advertise_address))),
-        "/apis" | "/apis/" => return json(discovery::api_group_list()),
+        "/apis" | "/apis/" => return json(discovery::api_group_list(state)),
         _ => {}
     }
     if path.starts_with("/openapi/") {
-        return crate::discovery::openapi::handle(path, query);
+        let accept = parts.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok());
+        return crate::discovery::openapi::handle(state, path, query, accept);
     }
     if let Some(rest) = path.strip_prefix("/debug/listwatch/").map(|_| path) {
         if !state.config.enable_debug_api {
@@ -192,10 +196,10 @@ async fn route(
         // Group and group-version discovery.
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
         return match segments.as_slice() {
-            ["api", version] => discovery::api_resource_list("", version)
+            ["api", version] => discovery::api_resource_list(state, "", version)
                 .map_or_else(|| Err(ApiError::not_found_path()), |v| get_only(json(v))),
-            ["apis", group] => discovery::api_group(group).map_or_else(|| Err(ApiError::not_found_path()), json),
-            ["apis", group, version] => discovery::api_resource_list(group, version)
+            ["apis", group] => discovery::api_group(state, group).map_or_else(|| Err(ApiError::not_found_path()), json),
+            ["apis", group, version] => discovery::api_resource_list(state, group, version)
                 .map_or_else(|| Err(ApiError::not_found_path()), |v| get_only(json(v))),
             // A resource path, with a method that is no REST verb (HEAD, OPTIONS, TRACE, ...):
             // 405 where the path has a route, as for any method the path does not take.
@@ -207,6 +211,7 @@ async fn route(
         };
     };
     let store = resolve(state, req)?;
+    let store = store.as_ref();
     let resource = store.resource;
     // The registry turns the name into a storage key only if it is a valid path segment (a
     // legacy watch of one name watches the collection instead).
@@ -215,12 +220,28 @@ async fn route(
     {
         request::check_path_name(name)?;
     }
-    let accept = parts.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok());
-    let media = |list: bool| negotiate::response_media(accept, resource, list, query);
     // go-restful refuses a PATCH's Content-Type while routing, before the body is read.
     if req.verb == Verb::Patch {
         PatchKind::from_headers(&parts.headers)?;
     }
+    let warnings = custom::check(state, resource, req, &parts.headers).await?;
+    let answer = serve_verb(state, parts, body, query, req, upgrade, store).await;
+    Ok(response::with_warnings(answer.unwrap_or_else(|e| response::error(&e)), &warnings))
+}
+
+/// Reads the body a verb needs and serves the verb.
+async fn serve_verb(
+    state: &Arc<ApiState>,
+    parts: &http::request::Parts,
+    body: Incoming,
+    query: &Query,
+    req: &ResourceRequest,
+    upgrade: Option<hyper::upgrade::OnUpgrade>,
+    store: &ResourceStore,
+) -> Result<HttpResponse, ApiError> {
+    let resource = store.resource;
+    let accept = parts.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok());
+    let media = |list: bool| negotiate::response_media(accept, resource, list, query);
     let body = match req.verb {
         Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
             body_in::read(body, body_in::MAX_BODY_BYTES).await?
@@ -250,7 +271,7 @@ async fn route(
 /// 404 for a path with no route, 405 (its generic Status) for a method the path does not take
 /// (PUT or PATCH of a collection, POST to an object, DELETE of a subresource, a write to the
 /// all-namespaces list of a namespaced kind, a verb the kind lacks).
-pub(crate) fn resolve<'a>(state: &'a ApiState, req: &ResourceRequest) -> Result<&'a Arc<ResourceStore>, ApiError> {
+pub(crate) fn resolve(state: &ApiState, req: &ResourceRequest) -> Result<Arc<ResourceStore>, ApiError> {
     let Some(store) = state.store(&req.group, &req.version, &req.resource) else {
         return Err(ApiError::not_found_path());
     };
@@ -265,7 +286,12 @@ pub(crate) fn resolve<'a>(state: &'a ApiState, req: &ResourceRequest) -> Result<
     if let Some(sub) = &req.subresource
         && !resource.subresources.iter().any(|s| s.name() == sub)
     {
-        return Err(ApiError::not_found_path());
+        // kube's CR handler answers an unknown subresource itself, with a JSON 404.
+        return Err(if resource.dynamic.is_some() {
+            ApiError::not_found(&resource.group_resource(), req.name.as_deref().unwrap_or(""))
+        } else {
+            ApiError::not_found_path()
+        });
     }
     let all_namespaces = resource.namespaced && req.namespace.is_none();
     let wrong_path = match req.verb {

@@ -1,16 +1,18 @@
 //! The `scale` subresource: an autoscaling/v1 `Scale` view of `.spec.replicas` for
-//! deployments and replicasets (what `kubectl scale` reads and patches). A write through it
-//! is recorded in the parent's managedFields as kube records it: an `Update` entry of the
-//! parent's version with `subresource: scale`, owning `.spec.replicas`.
+//! deployments and replicasets (what `kubectl scale` reads and patches), and of the paths a
+//! CRD's `subresources.scale` names for its custom resources. A write through it is recorded
+//! in the parent's managedFields as kube records it: an `Update` entry of the parent's version
+//! with `subresource: scale`, owning the replicas field.
 
 use bytes::Bytes;
 use http::HeaderMap;
 use listwatch_meta::registry::Subresource;
-use listwatch_meta::{ApiError, Object};
+use listwatch_meta::{ApiError, Object, Resource};
 use serde_json::{Map, Value, json};
 
 use super::field_manager;
 use super::patch_kind::PatchKind;
+use crate::customresources::resource::served;
 use crate::handlers::body_in;
 use crate::options::ApplyOptions;
 use crate::registry::ResourceStore;
@@ -20,9 +22,10 @@ use crate::response::{self, HttpResponse};
 use crate::state::ApiState;
 
 /// The Scale of an object.
-pub fn scale_of(object: &Object) -> Value {
+pub fn scale_of(resource: &Resource, object: &Object) -> Value {
     let value = object.value();
     let meta = &value["metadata"];
+    let custom = served(resource).and_then(|s| s.scale_view(&value));
     let selector = value
         .pointer("/spec/selector/matchLabels")
         .and_then(Value::as_object)
@@ -39,22 +42,59 @@ pub fn scale_of(object: &Object) -> Value {
             metadata.insert(field.into(), v.clone());
         }
     }
+    let (spec, status, selector) = match custom {
+        Some(view) => (view.spec_replicas, view.status_replicas, view.selector),
+        None => (
+            value.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1),
+            value.pointer("/status/replicas").and_then(Value::as_i64).unwrap_or(0),
+            selector,
+        ),
+    };
+    let mut status = json!({"replicas": status});
+    if !selector.is_empty() || custom_selector_path(resource).is_none() {
+        status["selector"] = json!(selector);
+    }
     json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": metadata,
-        "spec": {"replicas": value.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1)},
-        "status": {"replicas": value.pointer("/status/replicas").and_then(Value::as_i64).unwrap_or(0), "selector": selector},
+        "spec": {"replicas": spec},
+        "status": status,
     })
 }
 
-fn respond(object: &Object) -> HttpResponse {
-    response::json(200, Bytes::from(scale_of(object).to_string()))
+/// A custom resource's `labelSelectorPath`, when it is one with a scale subresource (`None`
+/// for built-ins, which always report a selector).
+fn custom_selector_path(resource: &Resource) -> Option<Option<&str>> {
+    served(resource).and_then(|s| s.scale.as_ref()).map(|s| s.label_selector_path.as_deref())
+}
+
+fn respond(resource: &Resource, object: &Object) -> HttpResponse {
+    response::json(200, Bytes::from(scale_of(resource, object).to_string()))
 }
 
 pub async fn get(store: &ResourceStore, req: &ResourceRequest) -> Result<HttpResponse, ApiError> {
     let object = store.read_existing(req.namespace.as_deref(), req.name.as_deref().unwrap_or("")).await?;
-    Ok(respond(&object))
+    Ok(respond(store.resource, &object))
+}
+
+/// Sets `replicas` where the resource keeps it: `.spec.replicas`, or a CRD's
+/// `specReplicasPath` (a dotted path; missing parents are made).
+fn put_replicas(resource: &Resource, object: &mut Map<String, Value>, replicas: i32) {
+    let path = served(resource)
+        .and_then(|s| s.scale.as_ref())
+        .map_or(".spec.replicas".to_owned(), |s| s.spec_replicas_path.clone());
+    let keys: Vec<&str> = path.trim_start_matches('.').split('.').collect();
+    let Some((last, parents)) = keys.split_last() else { return };
+    let mut node = object;
+    for key in parents {
+        let entry = node.entry(key.to_string()).or_insert_with(|| json!({}));
+        if !entry.is_object() {
+            *entry = json!({});
+        }
+        node = entry.as_object_mut().expect("made an object");
+    }
+    node.insert(last.to_string(), json!(replicas));
 }
 
 /// `spec.replicas` of a Scale a client sent: absent is 0 (Go's zero value), anything but an
@@ -119,7 +159,7 @@ pub async fn apply(
     }
     let writer = Writer::Apply { scale: config, options };
     set_replicas(store, req, options.dry_run, writer, None, |existing| {
-        let mut scale = scale_of(existing);
+        let mut scale = scale_of(store.resource, existing);
         if let Some(replicas) = config.pointer("/spec/replicas") {
             scale["spec"]["replicas"] = replicas.clone();
         }
@@ -176,7 +216,7 @@ async fn set_replicas(
                 meta.shift_remove("resourceVersion");
             }
             let old = object.clone();
-            object.entry("spec").or_insert_with(|| json!({}))["replicas"] = json!(replicas);
+            put_replicas(store.resource, &mut object, replicas);
             let object = match writer {
                 Writer::Update(manager) => field_manager::record_update(
                     store.resource,
@@ -200,7 +240,7 @@ async fn set_replicas(
         })
         .await?;
     match updated {
-        Updated::Written(o) | Updated::Unchanged(o) | Updated::Deleted(o) => Ok(respond(&o)),
+        Updated::Written(o) | Updated::Unchanged(o) | Updated::Deleted(o) => Ok(respond(store.resource, &o)),
     }
 }
 
@@ -239,7 +279,7 @@ pub async fn patch(
     set_replicas(store, req, dry_run, Writer::Update(manager), Some((kind, patch)), |existing| {
         // Scale has no merge keys: strategic merge behaves as a merge patch here.
         let kind = if kind == PatchKind::Strategic { PatchKind::Merge } else { kind };
-        kind.apply(store.resource, &scale_of(existing), patch)
+        kind.apply(store.resource, &scale_of(store.resource, existing), patch)
     })
     .await
 }

@@ -7,34 +7,16 @@
 //! or duplicate fields answer 400 under `fieldValidation=Strict`, a `Warning` header each under
 //! `Warn` (the default, as upstream), and are dropped silently under `Ignore`.
 //!
-//! Kinds without a schema keep what was sent, as kube-apiserver keeps custom resources that
-//! preserve unknown fields; only duplicate fields are detected for them.
-
-use std::cell::RefCell;
-use std::fmt;
+//! CRDs and custom resources are decoded by [`super::custom_schema`]. Other kinds without a
+//! schema keep what was sent, as kube-apiserver keeps custom resources that preserve unknown
+//! fields; only duplicate fields are detected for them.
 
 use listwatch_encoding::has_schema;
-use listwatch_meta::validation::FieldError;
 use listwatch_meta::{ApiError, Resource};
-use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+pub use super::strict_decoding::{Source, duplicate_fields, patch_invalid};
 pub use crate::options::FieldValidation;
-
-/// How a write's body is checked: a create or update (400 on strict errors) or a patch (422
-/// on the `patch` field, showing what `shown` renders: see `PatchKind::shown`). A strategic
-/// merge patch's result goes through kube's unstructured converter, not the JSON decoder, and
-/// is worded as the converter words it.
-pub enum Source<'a> {
-    Body(&'a [u8]),
-    Patch { shown: &'a dyn Fn() -> String, strategic: bool },
-}
-
-/// kube's 422 for a patch whose result does not decode: `NewInvalid(GroupKind{}, "", ...)` on
-/// the field `patch`, hence the message ` "" is invalid: patch: Invalid value: ...`.
-pub fn patch_invalid(shown: &str, detail: &str) -> ApiError {
-    listwatch_meta::validation::invalid_error("", "", "", &[FieldError::invalid("patch", shown, detail)])
-}
 
 /// Checks and normalizes `object` for `resource`; returns the warnings to send.
 pub fn decode(
@@ -43,6 +25,12 @@ pub fn decode(
     source: Source<'_>,
     validation: FieldValidation,
 ) -> Result<(Map<String, Value>, Vec<String>), ApiError> {
+    if super::custom_schema::is_crd(resource) {
+        return super::custom_schema::decode_crd(resource, object, source, validation);
+    }
+    if let Some(served) = crate::customresources::resource::served(resource) {
+        return super::custom_schema::decode_custom(served, object, source, validation);
+    }
     let value = Value::Object(object);
     let schema = has_schema(resource);
     // Values of the wrong Go type fail the decode itself, before any strict-decoding report.
@@ -172,88 +160,5 @@ pub fn decode_protobuf(resource: &Resource, body: &[u8]) -> Result<Map<String, V
     match decoded.object {
         Value::Object(map) => Ok(map),
         _ => Err(ApiError::bad_request("the object is not a JSON object")),
-    }
-}
-
-/// Paths of keys that appear twice in one JSON object of `body` (`metadata.name`,
-/// `spec.containers[0].image`), in document order.
-pub fn duplicate_fields(body: &[u8]) -> Vec<String> {
-    let found = RefCell::new(Vec::new());
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let _ = DuplicateCheck { path: String::new(), found: &found }.deserialize(&mut de);
-    found.into_inner()
-}
-
-struct DuplicateCheck<'a> {
-    path: String,
-    found: &'a RefCell<Vec<String>>,
-}
-
-impl<'de> DeserializeSeed<'de> for DuplicateCheck<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for DuplicateCheck<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = std::collections::HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let path = if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
-            if !seen.insert(key) {
-                self.found.borrow_mut().push(path.clone());
-            }
-            map.next_value_seed(DuplicateCheck { path, found: self.found })?;
-        }
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut i = 0;
-        while seq
-            .next_element_seed(DuplicateCheck { path: format!("{}[{i}]", self.path), found: self.found })?
-            .is_some()
-        {
-            i += 1;
-        }
-        Ok(())
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn finds_duplicates_with_paths() {
-        let body = br#"{"metadata":{"name":"a","name":"b"},"spec":{"containers":[{"image":"x","image":"y"}]}}"#;
-        assert_eq!(duplicate_fields(body), ["metadata.name", "spec.containers[0].image"]);
-        assert!(duplicate_fields(br#"{"a":1,"b":{"a":2}}"#).is_empty());
     }
 }

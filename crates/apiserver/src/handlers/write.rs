@@ -267,11 +267,13 @@ pub(super) async fn update_to(
                 Some(entries) => metadata.insert("managedFields".into(), entries),
                 None => metadata.shift_remove("managedFields"),
             };
-            if sub.is_none() {
-                let errors = strategy::validate_update(resource, &old, &new);
-                if !errors.is_empty() {
-                    return Err(invalid_error(resource.group, resource.kind, name, &errors));
-                }
+            let errors = match sub {
+                None => strategy::validate_update(resource, &old, &new),
+                Some(Subresource::Status) => strategy::validate_status_update(resource, &new),
+                Some(_) => Vec::new(),
+            };
+            if !errors.is_empty() {
+                return Err(invalid_error(resource.group, resource.kind, name, &errors));
             }
             if strategy::should_delete_during_update(&new) {
                 return Ok(Step::Delete);
@@ -293,6 +295,7 @@ pub async fn update(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     reconcile_namespace(store, &mut object, req.namespace.as_deref())?;
     // Checked before the update too: a PUT that creates must not create another name.
     check_name_matches(&object, req.name.as_deref().expect("PUT has a name"))?;
+    super::custom::require_resource_version(store.resource, &object, req.name.as_deref().unwrap_or(""))?;
     let manager = field_manager::update_manager(query, headers);
     let result = update_to(store, req, dry_run, true, Ownership::Update(&manager), |_| Ok(object.clone())).await;
     match result {

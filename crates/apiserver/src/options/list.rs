@@ -145,9 +145,9 @@ pub fn parse(query: &Query, resource: &Resource, watch: bool, name: Option<&str>
         };
     }
     let field_selector = FieldSelector::parse(&field_text).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    // Kinds without selectable fields of their own use kube's default conversion (and its
-    // message); the others accept exactly their listed fields.
-    let labels = if resource.selectable_fields.is_empty() {
+    // Built-in kinds without selectable fields of their own use kube's default conversion (and
+    // its message); the others, custom resources always, accept exactly their listed fields.
+    let labels = if resource.selectable_fields.is_empty() && resource.dynamic.is_none() {
         FieldLabels::MetadataOnly
     } else {
         FieldLabels::custom_resource(resource.namespaced, resource.selectable_fields)

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::update::{MAX_UPDATE_ATTEMPTS, read_kv};
-use super::{ResourceStore, editable, metadata_mut, storage_error, strategy};
+use super::{ResourceStore, custom_strategy, editable, metadata_mut, storage_error, strategy};
 use crate::options::DeleteOptions;
 
 /// An object a delete kept and marked for deletion.
@@ -109,6 +109,15 @@ pub fn deletion_policy(resource: &Resource, object: &Map<String, Value>, options
             .and_then(Value::as_array)
             .is_some_and(|f| !f.is_empty());
         policy.keep = spec_finalizers || !finalizers.is_empty();
+        return policy;
+    }
+    let deleting = object.get("metadata").and_then(|m| m.get("deletionTimestamp")).is_some_and(|v| !v.is_null());
+    if custom_strategy::is_crd(resource) && !deleting {
+        // kube's CRD registry: the first delete only marks it, with the cleanup finalizer
+        // (whatever the propagation policy); the CRD controller deletes its instances.
+        policy.add_finalizers.push(custom_strategy::CLEANUP_FINALIZER.into());
+        policy.changes_finalizers = true;
+        policy.keep = true;
         return policy;
     }
     match options.propagation_policy.as_deref() {

@@ -9,7 +9,8 @@
 //! * [`update`]: the guaranteed update (read, change, write guarded by the revision read);
 //! * [`delete`]: deletion with preconditions, finalizers and grace periods, announcing
 //!   objects it marks for deletion to the controllers;
-//! * [`strategy`]: what the server owns in an object and how each kind treats writes.
+//! * [`strategy`]: what the server owns in an object and how each kind treats writes, with
+//!   [`custom_strategy`] for CRDs and custom resources.
 //!
 //! The HTTP handlers, the controllers (garbage collector, namespace cleanup) and the debug API
 //! all go through these; none of them picks between cache and storage itself.
@@ -23,6 +24,7 @@ use serde_json::{Map, Value, json};
 
 use crate::options::ListOptions;
 
+pub mod custom_strategy;
 pub mod delegator;
 pub mod delete;
 pub mod storage_list;

@@ -25,6 +25,8 @@ use listwatch_meta::{ApiError, Resource};
 use listwatch_meta::{apps_validation, pod_validation};
 use serde_json::{Map, Value, json};
 
+use super::custom_strategy;
+
 /// Metadata fields only the server sets.
 const SERVER_OWNED: &[&str] =
     &["uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"];
@@ -54,6 +56,7 @@ pub fn prepare_for_create(resource: &Resource, object: &mut Map<String, Value>) 
     if resource.has_subresource(Subresource::Status) {
         object.shift_remove("status");
     }
+    custom_strategy::prepare_for_create(resource, object);
     match (resource.group, resource.kind) {
         ("", "Pod") => {
             let qos = "BestEffort";
@@ -160,10 +163,14 @@ pub fn prepare_for_update(
     if resource.group.is_empty() && resource.kind == "Namespace" {
         label_namespace_name(&mut new);
     }
-    if spec_part(old) != spec_part(&new) {
+    let status_changed = || old.get("status") != new.get("status");
+    if spec_part(old) != spec_part(&new)
+        || (custom_strategy::status_counts_for_generation(resource) && status_changed())
+    {
         let generation = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(0) + 1;
         metadata(&mut new).insert("generation".into(), json!(generation));
     }
+    custom_strategy::prepare_for_update(resource, old, &mut new);
     Ok(new)
 }
 
@@ -195,6 +202,9 @@ pub fn mark_deleting(resource: &Resource, object: &mut Map<String, Value>, grace
         if let Some(status) = status.as_object_mut() {
             status.insert("phase".into(), json!("Terminating"));
         }
+    }
+    if custom_strategy::mark_crd_deleting(resource, object) {
+        return;
     }
     let meta = metadata(object);
     meta.entry("deletionTimestamp").or_insert_with(|| Value::String(deletion_timestamp(grace_seconds)));
@@ -240,7 +250,14 @@ fn validate_kind(resource: &Resource, object: &Map<String, Value>) -> Vec<FieldE
 pub fn validate_create(resource: &Resource, object: &Map<String, Value>) -> Vec<FieldError> {
     let mut errors = write_validation::validate_object_meta(&metadata_of(object));
     errors.extend(validate_kind(resource, object));
+    errors.extend(custom_strategy::validate_create(resource, object));
     errors
+}
+
+/// What a write to `/status` is refused for (CRDs and custom resources; built-in kinds'
+/// status writes are not validated here).
+pub fn validate_status_update(resource: &Resource, new: &Map<String, Value>) -> Vec<FieldError> {
+    custom_strategy::validate_status_update(resource, new)
 }
 
 /// Kinds whose update validation runs their create validation again (`ValidateConfigMapUpdate`
@@ -335,5 +352,6 @@ pub fn validate_update(resource: &Resource, old: &Map<String, Value>, new: &Map<
     }
     errors.extend(validate_kind(resource, new));
     errors.extend(validate_kind_update_last(resource, old, new));
+    errors.extend(custom_strategy::validate_update(resource, old, new));
     errors
 }

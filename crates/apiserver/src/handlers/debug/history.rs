@@ -137,12 +137,26 @@ impl History {
     }
 }
 
-/// The line of one change, or `None` for a key of no registered resource.
+/// Where a key lies: (group, resource, namespace, name), for a built-in resource's key or a
+/// custom resource's (`<root>/<group>/<plural>/[<namespace>/]<name>`, a group with a dot).
+fn locate<'a>(root: &str, key: &'a str) -> Option<(&'a str, &'a str, &'a str, &'a str)> {
+    if let Some(resource) = Registry.for_storage_key(root, key) {
+        let rest = &key[resource.collection_prefix(root).len()..];
+        let (namespace, name) =
+            if resource.namespaced { rest.split_once('/').unwrap_or(("", rest)) } else { ("", rest) };
+        return Some((resource.group, resource.plural, namespace, name));
+    }
+    let rest = key.strip_prefix(root.trim_end_matches('/'))?.strip_prefix('/')?;
+    let (group, rest) = rest.split_once('/').filter(|(group, _)| group.contains('.'))?;
+    let (plural, rest) = rest.split_once('/')?;
+    let (namespace, name) = rest.split_once('/').unwrap_or(("", rest));
+    Some((group, plural, namespace, name))
+}
+
+/// The line of one change, or `None` for a key of no resource.
 fn describe(root: &str, event: &Event) -> Option<Value> {
     let key = std::str::from_utf8(&event.kv.key).ok()?;
-    let resource = Registry.for_storage_key(root, key)?;
-    let rest = &key[resource.collection_prefix(root).len()..];
-    let (namespace, name) = if resource.namespaced { rest.split_once('/').unwrap_or(("", rest)) } else { ("", rest) };
+    let (group, plural, namespace, name) = locate(root, key)?;
     let stored = match event.kind {
         EventKind::Put => Some(&event.kv.value),
         EventKind::Delete => event.prev.as_ref().map(|prev| &prev.value),
@@ -155,8 +169,8 @@ fn describe(root: &str, event: &Event) -> Option<Value> {
         "revision": event.revision(),
         "kind": match event.kind { EventKind::Put => "Put", EventKind::Delete => "Delete" },
         "created": event.is_create(),
-        "group": resource.group,
-        "resource": resource.plural,
+        "group": group,
+        "resource": plural,
         "namespace": namespace,
         "name": name,
         "uid": uid,
@@ -219,5 +233,27 @@ mod tests {
         );
         let other = Event { kind: EventKind::Put, kv: kv("/r/compact_rev_key", "1", 2, 2), prev: None };
         assert!(describe("/r", &other).is_none());
+
+        // Custom resources are found by kube's key layout for them.
+        let cr = Event {
+            kind: EventKind::Put,
+            kv: kv("/r/stable.example.com/crontabs/ns/c", r#"{"metadata":{"name":"c"}}"#, 7, 7),
+            prev: None,
+        };
+        let line = describe("/r", &cr).unwrap();
+        assert_eq!(
+            (line["group"].as_str(), line["resource"].as_str(), line["namespace"].as_str(), line["name"].as_str()),
+            (Some("stable.example.com"), Some("crontabs"), Some("ns"), Some("c"))
+        );
+        let crd = Event {
+            kind: EventKind::Put,
+            kv: kv("/r/apiextensions.k8s.io/customresourcedefinitions/crontabs.stable.example.com", "{}", 6, 6),
+            prev: None,
+        };
+        let line = describe("/r", &crd).unwrap();
+        assert_eq!(
+            (line["resource"].as_str(), line["namespace"].as_str()),
+            (Some("customresourcedefinitions"), Some(""))
+        );
     }
 }

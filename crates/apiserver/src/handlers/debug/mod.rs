@@ -53,6 +53,7 @@ pub async fn handle(
         let resource = query.get("resource");
         state
             .stores()
+            .into_iter()
             .filter(move |s| resource.is_none_or(|r| s.resource.plural == r && s.resource.group == group))
             .collect::<Vec<_>>()
     };
