@@ -339,6 +339,10 @@ async fn field_selectors_lists_and_watches(backend: Backend) {
         events.iter().map(|(t, n, _)| (t.as_str(), n.as_str())).collect::<Vec<_>>(),
         [("ADDED", "b"), ("MODIFIED", "a")]
     );
+    // Bookmarks, as the watch asked for them.
+    server.debug("bookmarks?interval=1s").await;
+    let bookmark = watch.next(Duration::from_secs(5)).await.unwrap();
+    assert_eq!((&bookmark["type"], &bookmark["object"]["kind"]), (&json!("BOOKMARK"), &json!("CronTab")), "{bookmark}");
     // A resourceVersion the cache no longer has is 410, as for built-ins.
     server.debug("compact").await;
     server.debug("cache/reset?group=stable.example.com&resource=crontabs").await;

@@ -20,6 +20,7 @@ on_both_backends!(
     defaults_apply_on_read,
     cluster_scoped_custom_resources,
     custom_resources_own_objects,
+    namespace_deletion_deletes_custom_resources,
 );
 
 async fn conflicting_names_are_not_served(backend: Backend) {
@@ -226,4 +227,24 @@ async fn custom_resources_own_objects(backend: Backend) {
         (code == 404).then_some(())
     })
     .await;
+}
+
+/// A namespace being deleted takes its custom resources with it, then goes.
+async fn namespace_deletion_deletes_custom_resources(backend: Backend) {
+    let server = Server::start("crd-namespace", backend, &[]).await;
+    install(&server).await;
+    let (code, _) = server.post_json("/api/v1/namespaces", &json!({"metadata": {"name": "team"}})).await;
+    assert_eq!(code, 201);
+    let team = "/apis/stable.example.com/v1/namespaces/team/crontabs";
+    let (code, _) = server.post_json(team, &crontab("inside")).await;
+    assert_eq!(code, 201);
+    let (code, _) = server.send("DELETE", "/api/v1/namespaces/team", "application/json", "").await;
+    assert_eq!(code, 200);
+    wait_until(Duration::from_secs(10), || async {
+        let (code, _) = server.get("/api/v1/namespaces/team").await;
+        (code == 404).then_some(())
+    })
+    .await;
+    let (_, list) = server.get("/apis/stable.example.com/v1/crontabs").await;
+    assert!(list["items"].as_array().unwrap().is_empty(), "{list}");
 }
