@@ -19,6 +19,7 @@ on_both_backends!(
     kubectl_sees_pruning_and_validation,
     kubectl_delete_crd_deletes_its_instances,
     a_restart_serves_stored_crds,
+    kubectl_server_side_apply_merges_by_the_crds_list_map_keys,
 );
 
 /// Columns of a `kubectl get` table, line by line.
@@ -248,4 +249,50 @@ async fn a_restart_serves_stored_crds(backend: Backend) {
     })
     .await;
     assert_eq!(names, ["after", "kept"]);
+}
+
+/// `kubectl apply --server-side` on a custom resource: its `ports` list merges by the CRD's
+/// `x-kubernetes-list-map-keys` (each manager owns its own entries, named by key in FieldsV1),
+/// a second manager changing the first one's field gets the 409 and `--force-conflicts` takes
+/// it over.
+async fn kubectl_server_side_apply_merges_by_the_crds_list_map_keys(backend: Backend) {
+    let server = Server::start("crd-kubectl-ssa", backend, &[]).await;
+    super::install(&server).await;
+    let k = server.kubectl();
+    let out = k
+        .run_with_input(
+            &["apply", "--server-side", "--field-manager=team-a", "-f", "-"],
+            &crontab_yaml("ssa", "0 1 * * *", 2),
+        )
+        .await
+        .ok();
+    assert_eq!(out.trim(), "crontab.stable.example.com/ssa serverside-applied");
+    // Another manager adds a port of its own: the list is a map, so both entries stay.
+    let other = "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: ssa\nspec:\n  ports:\n  - {name: metrics, port: 9090}\n";
+    let out = k.run_with_input(&["apply", "--server-side", "--field-manager=team-b", "-f", "-"], other).await.ok();
+    assert_eq!(out.trim(), "crontab.stable.example.com/ssa serverside-applied");
+    let object = k.get_json(&["ct", "ssa", "--show-managed-fields"]).await;
+    let names: Vec<&str> =
+        object["spec"]["ports"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["http", "metrics"], "{object}");
+    let entries = object["metadata"]["managedFields"].as_array().unwrap();
+    let team_b = entries.iter().find(|e| e["manager"] == "team-b").expect("team-b's entry");
+    assert_eq!(team_b["operation"], "Apply");
+    assert!(
+        team_b["fieldsV1"]["f:spec"]["f:ports"].get("k:{\"name\":\"metrics\"}").is_some(),
+        "ports are keyed by name: {team_b}"
+    );
+    // team-b changing team-a's schedule conflicts; forced, it takes the field.
+    let takeover =
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: ssa\nspec:\n  cronSpec: \"0 2 * * *\"\n";
+    let refused = k.run_with_input(&["apply", "--server-side", "--field-manager=team-b", "-f", "-"], takeover).await;
+    assert!(!refused.success, "{refused:?}");
+    let message = refused.stderr;
+    assert!(message.contains("conflict") && message.contains(".spec.cronSpec"), "{message}");
+    let out = k
+        .run_with_input(&["apply", "--server-side", "--force-conflicts", "--field-manager=team-b", "-f", "-"], takeover)
+        .await
+        .ok();
+    assert_eq!(out.trim(), "crontab.stable.example.com/ssa serverside-applied");
+    assert_eq!(k.get_json(&["ct", "ssa"]).await["spec"]["cronSpec"], "0 2 * * *");
 }

@@ -34,10 +34,16 @@ use crate::request::Query;
 /// A schema shared between requests.
 pub type SharedSchema = Arc<dyn ApplySchema + Send + Sync>;
 
-/// The schema server-side apply merges and tracks `resource`'s objects by: the built-in table of
-/// its kind, or, for a kind without one, the metadata table alone (every other list atomic,
-/// every object granular).
+/// The schema server-side apply merges and tracks `resource`'s objects by: a custom resource's
+/// CRD schema, the built-in table of its kind, or, for a kind without one, the metadata table
+/// alone (every other list atomic, every object granular).
 pub fn apply_schema(resource: &Resource) -> SharedSchema {
+    // A custom resource merges by its CRD's schema (`x-kubernetes-list-type`,
+    // `x-kubernetes-list-map-keys`, `x-kubernetes-map-type`); every served version of every CRD
+    // is its own `Resource`, so the schema is read from it, not cached by kind.
+    if let Some(schema) = crate::customresources::resource::served(resource).and_then(|s| s.open_api_schema.clone()) {
+        return Arc::new(listwatch_patch::apply::OpenApiSchema::new(schema));
+    }
     static BUILT: OnceLock<Mutex<HashMap<(String, String), SharedSchema>>> = OnceLock::new();
     let key = (resource.group.to_owned(), resource.kind.to_owned());
     let mut built = BUILT.get_or_init(Default::default).lock();
