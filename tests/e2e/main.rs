@@ -5,6 +5,7 @@ mod support;
 mod api_errors;
 mod auth;
 mod bad_input;
+mod controllers;
 mod gates;
 mod gc;
 mod http_edges;
