@@ -105,7 +105,10 @@ async fn create_deployment_runs_pods(backend: Backend) {
     let condition = |type_: &str| {
         d["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == type_).cloned().unwrap()
     };
-    assert_eq!((&condition("Available")["status"], &condition("Available")["reason"]), (&json!("True"), &json!("MinimumReplicasAvailable")));
+    assert_eq!(
+        (&condition("Available")["status"], &condition("Available")["reason"]),
+        (&json!("True"), &json!("MinimumReplicasAvailable"))
+    );
     assert_eq!(condition("Progressing")["reason"], "NewReplicaSetAvailable");
     assert_eq!(condition("Progressing")["message"], format!("ReplicaSet \"web-{hash}\" has successfully progressed."));
     // kubectl's table reads the same status.
@@ -229,6 +232,9 @@ async fn replicasets_adopt_and_release_pods_by_selector(backend: Backend) {
         (rs["status"]["availableReplicas"] == 2).then_some(rs["status"].clone())
     })
     .await;
-    assert_eq!((&status["replicas"], &status["fullyLabeledReplicas"], &status["readyReplicas"]), (&json!(2), &json!(2), &json!(2)));
+    assert_eq!(
+        (&status["replicas"], &status["fullyLabeledReplicas"], &status["readyReplicas"]),
+        (&json!(2), &json!(2), &json!(2))
+    );
     assert_eq!(status["observedGeneration"], 1);
 }

@@ -38,9 +38,8 @@ pub struct Workers {
 impl Workers {
     /// Runs `count` workers until the queue shuts down.
     pub async fn run(self, count: usize) {
-        let workers: Vec<_> = (0..count)
-            .map(|_| tokio::spawn(work(self.name, self.queue.clone(), self.sync.clone())))
-            .collect();
+        let workers: Vec<_> =
+            (0..count).map(|_| tokio::spawn(work(self.name, self.queue.clone(), self.sync.clone()))).collect();
         for worker in workers {
             let _ = worker.await;
         }
@@ -85,8 +84,13 @@ pub fn selector(json: Option<&Value>) -> Option<LabelSelector> {
         .unwrap_or_default();
     for expression in json.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
         let key = expression.get("key")?.as_str()?;
-        let values: Vec<&str> =
-            expression.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let values: Vec<&str> = expression
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         let values = values.join(",");
         requirements.push(match expression.get("operator")?.as_str()? {
             "In" => format!("{key} in ({values})"),

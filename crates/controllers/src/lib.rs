@@ -164,13 +164,13 @@ pub fn start(client: Client, selection: &Selection, options: &Options) -> anyhow
     let mut running = Running { factory: factory.clone(), tasks: Vec::new(), queues: Vec::new() };
     let mut starts: Vec<common::Workers> = Vec::new();
     if selection.contains(Controller::ReplicaSet) {
-        starts.push(replicaset::ReplicaSetController::new(client.clone(), &factory)?);
+        starts.push(replicaset::ReplicaSetController::register(client.clone(), &factory)?);
     }
     if selection.contains(Controller::Deployment) {
-        starts.push(deployment::DeploymentController::new(client.clone(), &factory)?);
+        starts.push(deployment::DeploymentController::register(client.clone(), &factory)?);
     }
     if selection.contains(Controller::PodLifecycle) {
-        starts.push(pods::PodLifecycle::new(client, &factory, options.pod_start_delay)?);
+        starts.push(pods::PodLifecycle::register(client, &factory, options.pod_start_delay)?);
     }
     factory.start();
     for workers in starts {

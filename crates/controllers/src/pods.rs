@@ -31,7 +31,7 @@ pub struct PodLifecycle {
 impl PodLifecycle {
     /// Registers the stand-in's handlers on `factory`'s pod informer; new pods start after
     /// `delay`.
-    pub(crate) fn new(client: Client, factory: &SharedInformerFactory, delay: Duration) -> anyhow::Result<Workers> {
+    pub(crate) fn register(client: Client, factory: &SharedInformerFactory, delay: Duration) -> anyhow::Result<Workers> {
         let pods = factory.dynamic(&ApiResource::pods());
         let queue = common::queue("pod-lifecycle");
         let (on_add, on_update) = (queue.clone(), queue.clone());
@@ -103,10 +103,11 @@ fn running_status(pod: &DynamicObject, ip: &str, now: &str) -> Value {
             })
             .collect()
     };
-    let conditions: Vec<Value> = ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
-        .iter()
-        .map(|type_| json!({"type": type_, "status": "True", "lastProbeTime": null, "lastTransitionTime": now}))
-        .collect();
+    let conditions: Vec<Value> =
+        ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
+            .iter()
+            .map(|type_| json!({"type": type_, "status": "True", "lastProbeTime": null, "lastTransitionTime": now}))
+            .collect();
     let mut status = json!({
         "phase": "Running",
         "conditions": conditions,
@@ -126,11 +127,12 @@ fn running_status(pod: &DynamicObject, ip: &str, now: &str) -> Value {
 /// kube's QoS class: Guaranteed when every container's limits equal its requests for CPU and
 /// memory, BestEffort when none asks for anything, Burstable otherwise.
 fn qos_class(pod: &DynamicObject) -> &'static str {
-    let containers: Vec<&Value> = pod.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten().collect();
+    let containers: Vec<&Value> =
+        pod.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten().collect();
     let resources = |c: &Value, kind: &str, name: &str| c.pointer(&format!("/resources/{kind}/{name}")).cloned();
-    let none = containers.iter().all(|c| {
-        ["requests", "limits"].iter().all(|k| ["cpu", "memory"].iter().all(|n| resources(c, k, n).is_none()))
-    });
+    let none = containers
+        .iter()
+        .all(|c| ["requests", "limits"].iter().all(|k| ["cpu", "memory"].iter().all(|n| resources(c, k, n).is_none())));
     if none {
         return "BestEffort";
     }

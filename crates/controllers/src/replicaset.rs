@@ -36,7 +36,7 @@ pub struct ReplicaSetController {
 
 impl ReplicaSetController {
     /// Registers the controller's event handlers on `factory`'s informers.
-    pub(crate) fn new(client: Client, factory: &SharedInformerFactory) -> anyhow::Result<Workers> {
+    pub(crate) fn register(client: Client, factory: &SharedInformerFactory) -> anyhow::Result<Workers> {
         let replicasets = factory.dynamic(&common::replicasets());
         let pods = factory.dynamic(&ApiResource::pods());
         let queue = common::queue("replicaset");

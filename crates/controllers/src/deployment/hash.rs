@@ -99,8 +99,10 @@ mod tests {
 
     #[test]
     fn the_hash_ignores_field_order_and_uses_safe_characters() {
-        let a = json!({"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
-        let b = json!({"spec": {"containers": [{"image": "nginx", "name": "c"}]}, "metadata": {"labels": {"app": "web"}}});
+        let a =
+            json!({"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        let b =
+            json!({"spec": {"containers": [{"image": "nginx", "name": "c"}]}, "metadata": {"labels": {"app": "web"}}});
         assert_eq!(compute(&a, None), compute(&b, None));
         assert_ne!(compute(&a, None), compute(&a, Some(1)));
         assert!(compute(&a, None).bytes().all(|c| ALPHANUMS.contains(&c)));

@@ -46,7 +46,7 @@ pub struct DeploymentController {
 
 impl DeploymentController {
     /// Registers the controller's event handlers on `factory`'s informers.
-    pub(crate) fn new(client: Client, factory: &SharedInformerFactory) -> anyhow::Result<Workers> {
+    pub(crate) fn register(client: Client, factory: &SharedInformerFactory) -> anyhow::Result<Workers> {
         let deployments = factory.dynamic(&deployments());
         let replicasets = factory.dynamic(&common::replicasets());
         let queue = common::queue("deployment");
@@ -128,7 +128,8 @@ impl DeploymentController {
             match common::controller_uid(&rs) {
                 Some(owner) if owner == uid && matched => owned.push((*rs).clone()),
                 Some(owner) if owner == uid => {
-                    let patch = json!({"metadata": {"ownerReferences": [{"$patch": "delete", "uid": uid}], "uid": rs.uid()}});
+                    let patch =
+                        json!({"metadata": {"ownerReferences": [{"$patch": "delete", "uid": uid}], "uid": rs.uid()}});
                     ignore_gone(api.patch(rs.name(), &Patch::Strategic(patch)).await)?;
                 }
                 None if matched && !common::is_deleting(d) && !common::is_deleting(&rs) => {

@@ -57,7 +57,9 @@ impl<'a> Sync<'a> {
     pub fn new_rs(&self) -> Option<&DynamicObject> {
         self.replicasets
             .iter()
-            .filter(|rs| rs.pointer("/spec/template").is_some_and(|t| hash::equal_ignoring_hash(t, &self.spec.template)))
+            .filter(|rs| {
+                rs.pointer("/spec/template").is_some_and(|t| hash::equal_ignoring_hash(t, &self.spec.template))
+            })
             .min_by_key(|rs| rs.pointer("/metadata/creationTimestamp").and_then(Value::as_str).unwrap_or(""))
     }
 
@@ -103,7 +105,12 @@ impl<'a> Sync<'a> {
             .d
             .pointer("/metadata/annotations")
             .and_then(Value::as_object)
-            .map(|a| a.iter().filter(|(k, _)| !NOT_COPIED.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect())
+            .map(|a| {
+                a.iter()
+                    .filter(|(k, _)| !NOT_COPIED.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
             .unwrap_or_default();
         annotations.insert(REVISION.into(), json!(revision.to_string()));
         annotations.extend(self.scale_annotations());
@@ -135,7 +142,9 @@ impl<'a> Sync<'a> {
                 // then kube bumps collisionCount, which changes the hash.
                 let existing = self.api().get(&name).await?;
                 let ours = common::controller_uid(&existing) == self.d.uid();
-                let same = existing.pointer("/spec/template").is_some_and(|t| hash::equal_ignoring_hash(t, &self.spec.template));
+                let same = existing
+                    .pointer("/spec/template")
+                    .is_some_and(|t| hash::equal_ignoring_hash(t, &self.spec.template));
                 if ours && same {
                     self.replace(existing);
                     return Ok(());

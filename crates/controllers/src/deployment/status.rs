@@ -107,18 +107,23 @@ impl Sync<'_> {
         let mut again = None;
         if self.spec.paused {
             if reason_now != "DeploymentPaused" {
-                let paused = condition("Unknown", "Progressing", "DeploymentPaused", "Deployment is paused".into(), &now);
+                let paused =
+                    condition("Unknown", "Progressing", "DeploymentPaused", "Deployment is paused".into(), &now);
                 set_condition(&mut conditions, paused);
             }
         } else if reason_now == "DeploymentPaused" {
-            let resumed = condition("Unknown", "Progressing", "DeploymentResumed", "Deployment is resumed".into(), &now);
+            let resumed =
+                condition("Unknown", "Progressing", "DeploymentResumed", "Deployment is resumed".into(), &now);
             set_condition(&mut conditions, resumed);
         }
         if !self.spec.paused && self.spec.progress_deadline.is_some() {
             let complete = is_complete(self);
             if complete {
                 let message = format!("ReplicaSet \"{rs_name}\" has successfully progressed.");
-                set_condition(&mut conditions, condition("True", "Progressing", "NewReplicaSetAvailable", message, &now));
+                set_condition(
+                    &mut conditions,
+                    condition("True", "Progressing", "NewReplicaSetAvailable", message, &now),
+                );
             } else if progressed(old, new) || reason_now == "DeploymentResumed" {
                 let mut updated = condition(
                     "True",
@@ -205,7 +210,10 @@ mod tests {
         set_condition(&mut conditions, condition("True", "Available", "A", "m".into(), "t2"));
         assert_eq!(conditions[0]["lastUpdateTime"], "t1");
         set_condition(&mut conditions, condition("True", "Available", "B", "m".into(), "t3"));
-        assert_eq!((&conditions[0]["lastTransitionTime"], &conditions[0]["lastUpdateTime"]), (&json!("t1"), &json!("t3")));
+        assert_eq!(
+            (&conditions[0]["lastTransitionTime"], &conditions[0]["lastUpdateTime"]),
+            (&json!("t1"), &json!("t3"))
+        );
     }
 
     #[test]
