@@ -238,3 +238,21 @@ async fn replicasets_adopt_and_release_pods_by_selector(backend: Backend) {
     );
     assert_eq!(status["observedGeneration"], 1);
 }
+
+#[tokio::test]
+async fn an_unknown_controller_is_refused() {
+    let out = tokio::process::Command::new(crate::support::binary())
+        .args(["serve", "--ephemeral", "--addr", "127.0.0.1:0", "--controllers=deployment,kubelet"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("the binary runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "unknown controller \"kubelet\": want all, none or some of deployment, replicaset, pod-lifecycle"
+        ),
+        "{stderr}"
+    );
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use listwatch_client::{ApiResource, DynamicObject, LabelSelector, Object, object_key};
+use listwatch_client::{ApiResource, DynamicObject, LabelSelector, Object, object_key, rfc3339};
 use listwatch_workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 use serde_json::{Value, json};
 
@@ -171,63 +171,19 @@ pub fn ready_since(pod: &DynamicObject) -> Option<&str> {
     Some(ready.get("lastTransitionTime").and_then(Value::as_str).unwrap_or(""))
 }
 
-/// The current time as kube writes it (RFC 3339, seconds).
+/// The current time as kube writes it (RFC 3339, UTC, seconds).
 pub fn now_rfc3339() -> String {
-    rfc3339(std::time::SystemTime::now())
+    rfc3339::format(std::time::SystemTime::now())
 }
 
-/// `time` as kube writes it (RFC 3339 in UTC, seconds).
-pub fn rfc3339(time: std::time::SystemTime) -> String {
-    let secs = time.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rest / 3600, rest % 3600 / 60, rest % 60)
-}
-
-/// Seconds since the epoch of an RFC 3339 UTC time as kube writes it (`...Z`).
+/// Seconds since the epoch of an RFC 3339 time.
 pub fn parse_rfc3339(text: &str) -> Option<u64> {
-    let b = text.as_bytes();
-    if b.len() < 20 {
-        return None;
-    }
-    let num = |range: std::ops::Range<usize>| text.get(range)?.parse::<i64>().ok();
-    let days = days_from_civil(num(0..4)?, num(5..7)?, num(8..10)?);
-    let secs = days * 86_400 + num(11..13)? * 3600 + num(14..16)? * 60 + num(17..19)?;
-    u64::try_from(secs).ok()
-}
-
-// Howard Hinnant's civil-date algorithms.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    rfc3339::parse(text)?.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_round_trip() {
-        let t = parse_rfc3339("2024-02-29T13:45:07Z").unwrap();
-        assert_eq!(rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(t)), "2024-02-29T13:45:07Z");
-    }
 
     #[test]
     fn selectors_from_json() {

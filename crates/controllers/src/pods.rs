@@ -31,7 +31,11 @@ pub struct PodLifecycle {
 impl PodLifecycle {
     /// Registers the stand-in's handlers on `factory`'s pod informer; new pods start after
     /// `delay`.
-    pub(crate) fn register(client: Client, factory: &SharedInformerFactory, delay: Duration) -> anyhow::Result<Workers> {
+    pub(crate) fn register(
+        client: Client,
+        factory: &SharedInformerFactory,
+        delay: Duration,
+    ) -> anyhow::Result<Workers> {
         let pods = factory.dynamic(&ApiResource::pods());
         let queue = common::queue("pod-lifecycle");
         let (on_add, on_update) = (queue.clone(), queue.clone());
