@@ -134,6 +134,14 @@ pub struct ServeArgs {
     /// testing the watch simulator, never for serving clients.
     #[arg(long, hide = true, default_value = "none")]
     break_watch: WatchBreaker,
+    /// Controllers to run in-process against this server, as kube-controller-manager does:
+    /// `all`, `none` (a bare API server), or some of deployment, replicaset, pod-lifecycle
+    /// (the stand-in kubelet that makes pods Running and Ready).
+    #[arg(long, default_value = "all")]
+    controllers: listwatch_controllers::Selection,
+    /// How long a new pod stays Pending before the stand-in kubelet reports it Running.
+    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    pod_start_delay: Duration,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -365,12 +373,34 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
     say(format_args!("listwatch is serving on {server}; kubeconfig written to {}", kubeconfig.display()));
     say(format_args!("try: kubectl --kubeconfig {} get pods", kubeconfig.display()));
+    let controllers = start_controllers(&args, &kubeconfig)?;
     serving.await?;
+    if let Some(controllers) = controllers {
+        controllers.stop();
+    }
     if let Some(memory) = memory {
         memory.close();
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Starts the chosen controllers as clients of this server, through the kubeconfig just
+/// written (so they pass its TLS and authentication as any client would).
+fn start_controllers(
+    args: &ServeArgs,
+    kubeconfig: &std::path::Path,
+) -> anyhow::Result<Option<listwatch_controllers::Running>> {
+    if args.controllers.is_empty() {
+        return Ok(None);
+    }
+    let config = listwatch_client::Config::from_kubeconfig(kubeconfig)
+        .with_context(|| format!("reading {} for the controllers", kubeconfig.display()))?;
+    let client = listwatch_client::Client::new(config).context("a client for the controllers")?;
+    let options = listwatch_controllers::Options { pod_start_delay: args.pod_start_delay, ..Default::default() };
+    let running = listwatch_controllers::start(client, &args.controllers, &options)?;
+    tracing::info!(controllers = %args.controllers, "controllers started");
+    Ok(Some(running))
 }
 
 /// A line for the person who started the server. Unlike `eprintln!`, a closed stderr (the

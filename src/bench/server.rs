@@ -4,8 +4,8 @@
 //! limit that a thousand connections need.
 //!
 //! The child is this same executable (`std::env::current_exe()`), started through the tests'
-//! harness ([`listwatch_testkit::server`]) as `listwatch serve --ephemeral --compaction-interval
-//! 0s` on `127.0.0.1:0`, at the address it reports (or `--etcd URL` with a fresh
+//! harness ([`listwatch_testkit::server`]) as `listwatch serve --ephemeral --controllers=none
+//! --compaction-interval 0s` on `127.0.0.1:0`, at the address it reports (or `--etcd URL` with a fresh
 //! `--etcd-prefix`, so runs never see each other's objects). Its kubeconfig and log go to a
 //! temporary directory; the log is kept (and its path printed) when the run does not end with
 //! [`ServerUnderTest::stop`]. The child gets SIGTERM if the bench process dies

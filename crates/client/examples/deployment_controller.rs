@@ -1,7 +1,9 @@
 //! A minimal deployment controller: it creates and deletes pods until each deployment has
 //! `spec.replicas` of them, and reports the count in the deployment's status. With it,
-//! "client-go gin的简单整合四-list-watch初探"'s experiment works against listwatch, which has no
-//! controllers of its own:
+//! "client-go gin的简单整合四-list-watch初探"'s experiment works against a listwatch serving
+//! without its own controllers (`listwatch serve --controllers=none`; with them, the real
+//! Deployment controller in crates/controllers does this job and this one would fight it). It
+//! stays as an example of writing a controller:
 //!
 //! ```sh
 //! cargo run -p listwatch-client --example deployment_controller -- [--kubeconfig PATH]
@@ -18,9 +20,10 @@
 //! an owner reference to the deployment. It prints each pod event as the article's `PodHandler`
 //! does, plus what it creates and deletes.
 //!
-//! listwatch has no kubelet either, so a stand-in (`start_pods`) marks the pods this controller
-//! owns Running and Ready through their `/status`, which makes READY read 1/1. Run this only
-//! against listwatch, or a cluster without kube-controller-manager and kubelets: there, the
+//! Without `--controllers` there is no kubelet either, so a stand-in (`start_pods`) marks the
+//! pods this controller owns Running and Ready through their `/status`, which makes READY read
+//! 1/1. Run this only against such a listwatch, or a cluster without kube-controller-manager
+//! and kubelets: there, the
 //! real deployment controller would fight this one over the pods.
 //!
 //! Left out on purpose: rolling updates (a changed template does not replace existing pods, and

@@ -11,8 +11,8 @@
 //!
 //! Every existing pod and deployment is printed first as an add (the informer's initial list),
 //! then each change as it happens. On a real cluster, scaling makes the deployment's and its
-//! pods' events appear; listwatch has no controllers, so run the `deployment_controller`
-//! example next to this one to get pods.
+//! pods' events appear, as they do against `listwatch serve` with its controllers (the
+//! default).
 
 mod common;
 

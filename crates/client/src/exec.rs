@@ -18,7 +18,6 @@
 //! already open keep the certificate they were opened with.
 
 mod credential;
-mod rfc3339;
 mod run;
 
 use std::sync::Arc;

@@ -94,6 +94,7 @@ pub mod params;
 pub mod reflector;
 pub mod resource;
 pub mod retry_watcher;
+pub mod rfc3339;
 pub mod selector;
 pub mod store;
 mod tls;

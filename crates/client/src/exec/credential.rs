@@ -10,7 +10,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 use serde::Deserialize;
 
-use super::rfc3339;
+use crate::rfc3339;
 
 /// Credentials an exec plugin returned.
 #[derive(Clone)]

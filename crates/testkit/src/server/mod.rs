@@ -134,7 +134,8 @@ struct ProcessOptions {
 }
 
 impl ServerBuilder {
-    /// A server on [`Backend::Ephemeral`] with the debug API on, no compactor, `RUST_LOG=info`.
+    /// A server on [`Backend::Ephemeral`] with the debug API on, no compactor, no controllers,
+    /// `RUST_LOG=info`.
     fn new() -> ServerBuilder {
         ServerBuilder {
             name: "listwatch".into(),
@@ -218,7 +219,7 @@ impl ServerBuilder {
     }
 
     /// Extra `serve` flags, after the harness's own (`--compaction-interval` among them replaces
-    /// the harness's `0s`).
+    /// the harness's `0s`, `--controllers` the harness's `none`).
     pub fn args<S: AsRef<str>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
         self.args.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
         self
@@ -348,6 +349,10 @@ impl ServerBuilder {
         let has_flag = |flag: &str| self.args.iter().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
         if !has_flag("--compaction-interval") {
             args.extend(["--compaction-interval".into(), "0s".into()]);
+        }
+        // No controllers unless asked for: tests and benches see only their own writes.
+        if !has_flag("--controllers") {
+            args.push("--controllers=none".into());
         }
         args.extend(storage);
         args.extend(self.args);

@@ -1,11 +1,11 @@
 //! RFC 3339 times, as `metav1.Time` writes them (`2024-05-01T12:34:56Z`, with optional fractional
-//! seconds and a numeric offset): all an `ExecCredential`'s `expirationTimestamp` needs, without
-//! a date library.
+//! seconds and a numeric offset): all an `ExecCredential`'s `expirationTimestamp` and a
+//! controller's condition times need, without a date library.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The instant `text` names, or `None` if it is not an RFC 3339 date-time.
-pub(super) fn parse(text: &str) -> Option<SystemTime> {
+pub fn parse(text: &str) -> Option<SystemTime> {
     let bytes = text.as_bytes();
     if bytes.len() < 20 || !matches!(bytes[10], b'T' | b't' | b' ') {
         return None;
@@ -45,6 +45,28 @@ pub(super) fn parse(text: &str) -> Option<SystemTime> {
     UNIX_EPOCH.checked_add(Duration::new(seconds, nanos))
 }
 
+/// `time` as `metav1.Time` writes it: UTC, whole seconds (`2024-05-01T12:34:56Z`).
+pub fn format(time: SystemTime) -> String {
+    let seconds = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, second_of_day) = ((seconds / 86_400) as i64, seconds % 86_400);
+    let (year, month, day) = civil_from_days(days);
+    let (hour, minute, second) = (second_of_day / 3600, second_of_day % 3600 / 60, second_of_day % 60);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let days = days + 719_468;
+    let era = days.div_euclid(146_097);
+    let day_of_era = days - era * 146_097;
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
+    (year_of_era + era * 400 + i64::from(month <= 2), month, day)
+}
+
 /// The decimal number at `range` of `text`, digits only.
 fn number_in(text: &str, range: std::ops::Range<usize>) -> Option<i64> {
     let digits = text.get(range)?;
@@ -65,6 +87,13 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn format_writes_what_parse_reads() {
+        for text in ["2024-02-29T13:45:07Z", "1970-01-01T00:00:00Z", "2100-12-31T23:59:59Z"] {
+            assert_eq!(format(parse(text).unwrap()), text);
+        }
+    }
 
     fn seconds(text: &str) -> Option<u64> {
         parse(text).map(|t| t.duration_since(UNIX_EPOCH).unwrap().as_secs())

@@ -1,0 +1,201 @@
+//! What the controllers share: the worker loop over a rate-limited queue (client-go's
+//! `processNextWorkItem`), label selectors and owner references read from JSON, and the small
+//! JSON accessors the controllers' objects need.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use listwatch_client::{ApiResource, DynamicObject, LabelSelector, Object, object_key, rfc3339};
+use listwatch_workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
+use serde_json::{Value, json};
+
+/// A controller's queue of `namespace/name` keys.
+pub type Queue = Arc<RateLimitingQueue<String>>;
+
+/// Syncs one key; `Ok(Some(d))` asks for another sync after `d` (a pod becoming available, a
+/// deadline).
+pub type SyncFn = Arc<dyn Fn(String) -> BoxFuture<'static, anyhow::Result<Option<Duration>>> + Send + Sync>;
+
+/// Retries of a failing key before it waits for its next change (kube's `maxRetries`, 15).
+const MAX_RETRIES: usize = 15;
+
+/// A new queue with client-go's default controller rate limiter.
+pub fn queue(name: &str) -> Queue {
+    Arc::new(RateLimitingQueue::with_config(default_controller_rate_limiter(), QueueConfig::named(name)))
+}
+
+/// A controller ready to run: its queue and what syncs one key of it.
+pub struct Workers {
+    /// The controller's name, for logs.
+    pub name: &'static str,
+    /// Its queue.
+    pub queue: Queue,
+    /// Its sync.
+    pub sync: SyncFn,
+}
+
+impl Workers {
+    /// Runs `count` workers until the queue shuts down.
+    pub async fn run(self, count: usize) {
+        let workers: Vec<_> =
+            (0..count).map(|_| tokio::spawn(work(self.name, self.queue.clone(), self.sync.clone()))).collect();
+        for worker in workers {
+            let _ = worker.await;
+        }
+    }
+}
+
+async fn work(name: &'static str, queue: Queue, sync: SyncFn) {
+    while let Some(key) = queue.get().await {
+        match sync(key.clone()).await {
+            Ok(again) => {
+                queue.forget(&key);
+                if let Some(delay) = again {
+                    queue.add_after(key.clone(), delay);
+                }
+            }
+            Err(error) if queue.num_requeues(&key) < MAX_RETRIES => {
+                tracing::debug!(controller = name, %key, error = format!("{error:#}"), "sync failed, retrying");
+                queue.add_rate_limited(key.clone());
+            }
+            Err(error) => {
+                tracing::warn!(controller = name, %key, error = format!("{error:#}"), "sync failed, dropping");
+                queue.forget(&key);
+            }
+        }
+        queue.done(&key);
+    }
+}
+
+/// apps/v1 ReplicaSets.
+pub fn replicasets() -> ApiResource {
+    ApiResource::new("apps", "v1", "ReplicaSet", "replicasets", true)
+}
+
+/// A `metav1.LabelSelector` (JSON) as a selector; `None` if it is malformed. An absent or
+/// empty selector matches nothing here, as kube's controllers treat it.
+pub fn selector(json: Option<&Value>) -> Option<LabelSelector> {
+    let json = json?;
+    let mut requirements: Vec<String> = json
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .map(|labels| labels.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect())
+        .unwrap_or_default();
+    for expression in json.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+        let key = expression.get("key")?.as_str()?;
+        let values: Vec<&str> = expression
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let values = values.join(",");
+        requirements.push(match expression.get("operator")?.as_str()? {
+            "In" => format!("{key} in ({values})"),
+            "NotIn" => format!("{key} notin ({values})"),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => return None,
+        });
+    }
+    if requirements.is_empty() {
+        return None;
+    }
+    LabelSelector::parse(&requirements.join(",")).ok()
+}
+
+/// Whether `selector` matches the labels of `object`.
+pub fn matches(selector: &LabelSelector, object: &DynamicObject) -> bool {
+    selector.matches_labels(|key| object.label(key))
+}
+
+/// The owner reference with `controller: true`, if any.
+pub fn controller_of(object: &DynamicObject) -> Option<&Value> {
+    object
+        .pointer("/metadata/ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|owner| owner.get("controller").and_then(Value::as_bool) == Some(true))
+}
+
+/// The queue key of the `kind` (in apps/v1) that controls `object`, if one does.
+pub fn controller_key(object: &DynamicObject, kind: &str) -> Option<String> {
+    let owner = controller_of(object)?;
+    if owner.get("kind")?.as_str()? != kind || owner.get("apiVersion")?.as_str()? != "apps/v1" {
+        return None;
+    }
+    Some(object_key(object.namespace(), owner.get("name")?.as_str()?))
+}
+
+/// The uid of whatever controls `object`.
+pub fn controller_uid(object: &DynamicObject) -> Option<&str> {
+    controller_of(object)?.get("uid")?.as_str()
+}
+
+/// A controller owner reference to `owner`, an apps/v1 `kind`.
+pub fn owner_reference(owner: &DynamicObject, kind: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "name": owner.name(),
+        "uid": owner.uid(),
+        "controller": true,
+        "blockOwnerDeletion": true,
+    })
+}
+
+/// Whether `object` has a deletion timestamp.
+pub fn is_deleting(object: &DynamicObject) -> bool {
+    object.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
+}
+
+/// An integer field, or `default`.
+pub fn int(object: &Value, pointer: &str, default: i64) -> i64 {
+    object.pointer(pointer).and_then(Value::as_i64).unwrap_or(default)
+}
+
+/// `metadata.generation`.
+pub fn generation(object: &DynamicObject) -> i64 {
+    int(&object.0, "/metadata/generation", 0)
+}
+
+/// A pod's Ready condition, if it is True: when it turned so (RFC 3339), or "" if unknown.
+pub fn ready_since(pod: &DynamicObject) -> Option<&str> {
+    let conditions = pod.pointer("/status/conditions")?.as_array()?;
+    let ready = conditions.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))?;
+    if ready.get("status").and_then(Value::as_str) != Some("True") {
+        return None;
+    }
+    Some(ready.get("lastTransitionTime").and_then(Value::as_str).unwrap_or(""))
+}
+
+/// The current time as kube writes it (RFC 3339, UTC, seconds).
+pub fn now_rfc3339() -> String {
+    rfc3339::format(std::time::SystemTime::now())
+}
+
+/// Seconds since the epoch of an RFC 3339 time.
+pub fn parse_rfc3339(text: &str) -> Option<u64> {
+    rfc3339::parse(text)?.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors_from_json() {
+        let s = selector(Some(&json!({"matchLabels": {"app": "web"}, "matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["a", "b"]}]})))
+        .unwrap();
+        assert!(s.matches_labels(|k| match k {
+            "app" => Some("web"),
+            "tier" => Some("b"),
+            _ => None,
+        }));
+        assert!(selector(Some(&json!({}))).is_none());
+        assert!(selector(Some(&json!({"matchExpressions": [{"key": "a", "operator": "Bogus"}]}))).is_none());
+    }
+}

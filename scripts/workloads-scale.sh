@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Measures the controllers at scale: starts `listwatch serve --ephemeral` (release build, all
+# controllers), creates DEPLOYMENTS Deployments of REPLICAS pods each, waits until every one
+# reports all replicas available, then rolls every one to a new image and waits again. Prints
+# the time each phase took and the server's CPU seconds and peak RSS after each.
+#
+#   scripts/workloads-scale.sh [DEPLOYMENTS] [REPLICAS]      # default 100 x 10
+#
+# Needs `cargo build --release` first (target/release/listwatch, or $LISTWATCH_BIN) and kubectl.
+set -euo pipefail
+deployments=${1:-100}
+replicas=${2:-10}
+bin=${LISTWATCH_BIN:-${CARGO_TARGET_DIR:-target}/release/listwatch}
+dir=$(mktemp -d)
+trap 'kill "$server" 2>/dev/null || true; rm -rf "$dir"' EXIT
+"$bin" serve --ephemeral --addr 127.0.0.1:0 --kubeconfig "$dir/kubeconfig" >"$dir/log" 2>&1 &
+server=$!
+for _ in $(seq 100); do [ -s "$dir/kubeconfig" ] && grep -q "serving on" "$dir/log" && break; sleep 0.1; done
+k() { kubectl --kubeconfig "$dir/kubeconfig" "$@"; }
+usage() {
+  local ticks rss
+  ticks=$(awk '{print $14 + $15}' "/proc/$server/stat")
+  rss=$(awk '/VmHWM/ {print $2}' "/proc/$server/status")
+  echo "server CPU $(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", t / hz}') s, peak RSS $((rss / 1024)) MiB"
+}
+# Waits until every Deployment has observed its generation and has all replicas updated and available.
+converged() {
+  k get deployments -o json | python3 -c '
+import json, sys
+items = json.load(sys.stdin)["items"]
+done = [d for d in items if d.get("status", {}).get("observedGeneration", 0) >= d["metadata"]["generation"]
+        and d.get("status", {}).get("updatedReplicas", 0) == d["spec"]["replicas"]
+        and d.get("status", {}).get("availableReplicas", 0) == d["spec"]["replicas"]
+        and d.get("status", {}).get("replicas", 0) == d["spec"]["replicas"]]
+sys.exit(0 if len(done) == len(items) == int(sys.argv[1]) else 1)' "$deployments"
+}
+wait_converged() {
+  local started=$1
+  until converged; do sleep 1; done
+  echo "$2: $(( $(date +%s%N) / 1000000 - started )) ms; $(usage)"
+}
+started=$(( $(date +%s%N) / 1000000 ))
+python3 -c '
+import json, sys
+n, r = int(sys.argv[1]), int(sys.argv[2])
+items = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"d{i}"}, "spec": {
+    "replicas": r, "selector": {"matchLabels": {"app": f"d{i}"}},
+    "template": {"metadata": {"labels": {"app": f"d{i}"}},
+                 "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}} for i in range(n)]
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))' "$deployments" "$replicas" | k create --validate=false -f - >/dev/null
+wait_converged "$started" "$deployments deployments x $replicas pods Running"
+started=$(( $(date +%s%N) / 1000000 ))
+k set image deployments --all c=nginx:2 >/dev/null
+wait_converged "$started" "rolling update of all"
+echo "pods: $(k get pods --no-headers | wc -l)"
