@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::on_both_backends;
 use crate::support::{Backend, Server};
 
-on_both_backends!(builtins_create_list_watch,);
+on_both_backends!(builtins_create_list_watch, custom_objects_through_a_crd,);
 
 /// The interpreter with the client installed (installed on first use).
 async fn python() -> String {
@@ -37,4 +37,12 @@ async fn builtins_create_list_watch(backend: Backend) {
     let server = Server::start("python-builtins", backend, &[]).await;
     let printed = run_script(&server, "builtins.py").await;
     assert!(printed.contains("watched MODIFIED") && printed.contains("missing: 404"), "{printed}");
+}
+
+/// CustomObjectsApi on a CRD the script installs: defaulting and pruning, a watch, the status
+/// subresource, a server-side apply and a delete.
+async fn custom_objects_through_a_crd(backend: Backend) {
+    let server = Server::start("python-custom-objects", backend, &[]).await;
+    let printed = run_script(&server, "custom_objects.py").await;
+    assert!(printed.contains("watched MODIFIED") && printed.contains("server-side applied"), "{printed}");
 }
