@@ -35,5 +35,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps >&2
 # The end-to-end tests run the built binaries.
 cargo build --locked --workspace --bins >&2
 export LISTWATCH_BIN="$CARGO_TARGET_DIR/debug/listwatch"
+# The kube-rs programs (kube 5, a workspace of their own) the kube-rs tests run.
+LISTWATCH_KUBE_RS_PROGRAMS=$(scripts/kube-rs-programs.sh)
+export LISTWATCH_KUBE_RS_PROGRAMS
 
 cargo nextest run --locked --workspace --profile ci "$@"

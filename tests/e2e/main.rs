@@ -11,6 +11,7 @@ mod gates;
 mod gc;
 mod http_edges;
 mod informer_cli;
+mod kube_rs;
 mod kubectl;
 mod limits;
 mod listing;
