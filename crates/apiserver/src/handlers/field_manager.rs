@@ -18,7 +18,6 @@
 //! everything but `status` (listwatch's status strategy keeps all of the rest, where kube's
 //! resets `spec` and, for some kinds, a few metadata fields).
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use http::HeaderMap;
@@ -44,18 +43,18 @@ pub fn apply_schema(resource: &Resource) -> SharedSchema {
     if let Some(schema) = crate::customresources::resource::served(resource).and_then(|s| s.open_api_schema.clone()) {
         return Arc::new(listwatch_patch::apply::OpenApiSchema::new(schema));
     }
-    static BUILT: OnceLock<Mutex<HashMap<(String, String), SharedSchema>>> = OnceLock::new();
-    let key = (resource.group.to_owned(), resource.kind.to_owned());
+    // Built once per kind; a short list scanned without allocating, as every write asks.
+    static BUILT: OnceLock<Mutex<Vec<(String, String, SharedSchema)>>> = OnceLock::new();
     let mut built = BUILT.get_or_init(Default::default).lock();
-    built
-        .entry(key)
-        .or_insert_with(|| {
-            let table = listwatch_patch::builtin_schema(resource.kind)
-                .or_else(|| listwatch_patch::builtin_schema("ConfigMap"))
-                .unwrap_or_default();
-            Arc::new(table)
-        })
-        .clone()
+    if let Some((_, _, schema)) = built.iter().find(|(g, k, _)| g == resource.group && k == resource.kind) {
+        return schema.clone();
+    }
+    let table = listwatch_patch::builtin_schema(resource.kind)
+        .or_else(|| listwatch_patch::builtin_schema("ConfigMap"))
+        .unwrap_or_default();
+    let schema: SharedSchema = Arc::new(table);
+    built.push((resource.group.to_owned(), resource.kind.to_owned(), schema.clone()));
+    schema
 }
 
 /// The fields writes through `subresource` never own; `objects` are the objects of the write
@@ -102,38 +101,40 @@ pub fn update_manager(query: &Query, headers: &HeaderMap) -> String {
 }
 
 /// `object` with the resource's apiVersion and kind, as the decoded object kube compares has
-/// them (a body may leave them out).
-fn typed(resource: &Resource, object: Map<String, Value>) -> Value {
-    let mut object = object;
+/// them (a body may leave them out; storage writes them anyway).
+fn typed(resource: &Resource, mut object: Map<String, Value>) -> Value {
     object.insert("apiVersion".into(), json!(resource.api_version()));
     object.insert("kind".into(), json!(resource.kind));
     Value::Object(object)
 }
 
+/// The map of an object the field manager returned (it returns the object it was given).
+fn into_map(object: Value) -> Map<String, Value> {
+    match object {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
 /// Puts `recorded`'s managedFields on `object` (or takes them off), leaving the rest of
 /// `object` as it was.
 fn with_managed_fields(mut object: Map<String, Value>, recorded: &Value) -> Map<String, Value> {
-    let entries = recorded.pointer("/metadata/managedFields").cloned();
     let metadata = crate::registry::metadata_mut(&mut object);
-    match entries {
-        Some(entries) => {
-            metadata.insert("managedFields".into(), entries);
-        }
-        None => {
-            metadata.shift_remove("managedFields");
-        }
-    }
+    match recorded.pointer("/metadata/managedFields") {
+        Some(entries) => metadata.insert("managedFields".into(), entries.clone()),
+        None => metadata.shift_remove("managedFields"),
+    };
     object
 }
 
 /// A create by `manager`: every field the new object sets becomes its `Update` entry; valid
-/// managedFields in the body are kept instead (`[]` clears them).
+/// managedFields in the body are kept instead (`[]` clears them). The object comes back with
+/// its apiVersion and kind set.
 pub fn record_create(resource: &Resource, object: Map<String, Value>, manager: &str) -> Map<String, Value> {
     let schema = apply_schema(resource);
     let empty = json!({"apiVersion": resource.api_version(), "kind": resource.kind});
-    let new = typed(resource, object.clone());
-    let recorded = field_manager(&*schema, resource, None, &[&new]).update(&empty, &new, manager, &now_rfc3339());
-    with_managed_fields(object, &recorded)
+    let new = typed(resource, object);
+    into_map(field_manager(&*schema, resource, None, &[&new]).update(&empty, &new, manager, &now_rfc3339()))
 }
 
 /// An update of `live` to `new` by `manager` through `subresource`: the fields it changed move
@@ -146,14 +147,8 @@ pub fn record_update(
     manager: &str,
 ) -> Map<String, Value> {
     let schema = apply_schema(resource);
-    let typed_new = typed(resource, new.clone());
-    let recorded = field_manager(&*schema, resource, subresource, &[live, &typed_new]).update(
-        live,
-        &typed_new,
-        manager,
-        &now_rfc3339(),
-    );
-    with_managed_fields(new, &recorded)
+    let new = typed(resource, new);
+    into_map(field_manager(&*schema, resource, subresource, &[live, &new]).update(live, &new, manager, &now_rfc3339()))
 }
 
 /// A server-side apply through `/scale` of `scale` (an autoscaling/v1 Scale configuration) by
@@ -189,15 +184,16 @@ pub fn record_scale_apply(
     Ok(with_managed_fields(object, &applied))
 }
 
-/// Carries a request's `metadata.managedFields: []` (a reset: the object's managedFields are
-/// cleared) from `sent` over to `decoded`: normalizing by the kind's schema cannot tell an
-/// empty list from none, as Go's JSON decoder can.
-pub fn carry_reset(sent: &Map<String, Value>, decoded: &mut Map<String, Value>) {
-    let empty =
-        sent.get("metadata").and_then(|m| m.get("managedFields")).and_then(Value::as_array).is_some_and(Vec::is_empty);
-    if empty {
-        crate::registry::metadata_mut(decoded).insert("managedFields".into(), json!([]));
-    }
+/// Whether a request's object asks to reset managedFields (`metadata.managedFields: []`):
+/// normalizing by the kind's schema cannot tell an empty list from none, as Go's JSON decoder
+/// can, so the handlers ask before and [`carry_reset`] after.
+pub fn asks_reset(sent: &Map<String, Value>) -> bool {
+    sent.get("metadata").and_then(|m| m.get("managedFields")).and_then(Value::as_array).is_some_and(Vec::is_empty)
+}
+
+/// Puts the reset (`managedFields: []`) back on a normalized object.
+pub fn carry_reset(decoded: &mut Map<String, Value>) {
+    crate::registry::metadata_mut(decoded).insert("managedFields".into(), json!([]));
 }
 
 /// An apply failure as kube answers it, except that a configuration which does not fit the
@@ -262,8 +258,8 @@ mod tests {
             entries[0]["fieldsV1"],
             json!({"f:data": {".": {}, "f:k": {}}, "f:metadata": {"f:labels": {".": {}, "f:a": {}}}})
         );
-        // The body is kept as it was (no apiVersion or kind added).
-        assert!(created.get("kind").is_none());
+        // The kind is filled in, as storage writes it.
+        assert_eq!(created["kind"], "ConfigMap");
 
         let mut live = Value::Object(created.clone());
         live["metadata"]["uid"] = json!("u");

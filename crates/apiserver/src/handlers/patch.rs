@@ -56,7 +56,9 @@ pub async fn patch(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
         }
         let source = schema::Source::Patch { shown: &shown, strategic };
         let (mut decoded, found) = schema::decode(resource, map.clone(), source, validation)?;
-        field_manager::carry_reset(&map, &mut decoded);
+        if field_manager::asks_reset(&map) {
+            field_manager::carry_reset(&mut decoded);
+        }
         warnings = found;
         Ok(decoded)
     })

@@ -66,8 +66,11 @@ fn decode_body(
         return schema::decode(resource, object, schema::Source::Body(b""), validation);
     }
     let object = body_in::decode_object(headers, body, resource)?;
-    let (mut decoded, warnings) = schema::decode(resource, object.clone(), schema::Source::Body(body), validation)?;
-    field_manager::carry_reset(&object, &mut decoded);
+    let reset = field_manager::asks_reset(&object);
+    let (mut decoded, warnings) = schema::decode(resource, object, schema::Source::Body(body), validation)?;
+    if reset {
+        field_manager::carry_reset(&mut decoded);
+    }
     Ok((decoded, warnings))
 }
 

@@ -274,7 +274,12 @@ impl FieldSet {
             [last] => {
                 self.members.insert(last.clone());
             }
-            [first, rest @ ..] => self.children.entry(first.clone()).or_default().insert(rest),
+            // Descends without cloning the elements already there (every leaf of an object is
+            // inserted, mostly below parents that exist).
+            [first, rest @ ..] => match self.children.get_mut(first) {
+                Some(child) => child.insert(rest),
+                None => self.children.entry(first.clone()).or_default().insert(rest),
+            },
         }
     }
 
@@ -287,9 +292,9 @@ impl FieldSet {
         }
     }
 
-    /// Whether the set has no member.
+    /// Whether the set has no member (children are never empty, so this looks at one level).
     pub fn is_empty(&self) -> bool {
-        self.members.is_empty() && self.children.values().all(FieldSet::is_empty)
+        self.members.is_empty() && self.children.is_empty()
     }
 
     /// How many paths the set holds.
@@ -324,14 +329,24 @@ impl FieldSet {
 
     /// The paths in either set.
     pub fn union(&self, other: &FieldSet) -> FieldSet {
-        let mut out = self.clone();
-        out.members.extend(other.members.iter().cloned());
-        for (element, child) in &other.children {
-            let merged = match out.children.get(element) {
-                Some(mine) => mine.union(child),
+        if other.is_empty() {
+            return self.clone();
+        }
+        if self.is_empty() {
+            return other.clone();
+        }
+        let mut out = FieldSet { members: self.members.union(&other.members).cloned().collect(), ..FieldSet::new() };
+        for (element, child) in &self.children {
+            let merged = match other.children.get(element) {
+                Some(theirs) => child.union(theirs),
                 None => child.clone(),
             };
-            out.insert_child(element.clone(), merged);
+            out.children.insert(element.clone(), merged);
+        }
+        for (element, child) in &other.children {
+            if !self.children.contains_key(element) {
+                out.children.insert(element.clone(), child.clone());
+            }
         }
         out
     }
@@ -352,6 +367,9 @@ impl FieldSet {
     /// the paths below them (SMD's `Difference`: parent - child = parent,
     /// child - parent = child).
     pub fn difference(&self, other: &FieldSet) -> FieldSet {
+        if other.is_empty() {
+            return self.clone();
+        }
         let mut out = FieldSet::new();
         out.members = self.members.difference(&other.members).cloned().collect();
         for (element, child) in &self.children {
@@ -367,6 +385,9 @@ impl FieldSet {
     /// Like [`FieldSet::difference`], but a member of `other` also removes
     /// every path below it.
     pub fn recursive_difference(&self, other: &FieldSet) -> FieldSet {
+        if other.is_empty() {
+            return self.clone();
+        }
         let mut out = FieldSet::new();
         out.members = self.members.difference(&other.members).cloned().collect();
         for (element, child) in &self.children {
@@ -380,6 +401,36 @@ impl FieldSet {
             out.insert_child(element.clone(), rest);
         }
         out
+    }
+
+    /// [`FieldSet::difference`] in place.
+    pub(crate) fn remove(&mut self, other: &FieldSet) {
+        self.remove_where(other, false);
+    }
+
+    /// [`FieldSet::recursive_difference`] in place.
+    pub(crate) fn remove_recursive(&mut self, other: &FieldSet) {
+        self.remove_where(other, true);
+    }
+
+    fn remove_where(&mut self, other: &FieldSet, recursive: bool) {
+        if other.is_empty() || self.is_empty() {
+            return;
+        }
+        for member in &other.members {
+            self.members.remove(member);
+            if recursive {
+                self.children.remove(member);
+            }
+        }
+        for (element, theirs) in &other.children {
+            if let Some(child) = self.children.get_mut(element) {
+                child.remove_where(theirs, recursive);
+                if child.is_empty() {
+                    self.children.remove(element);
+                }
+            }
+        }
     }
 
     /// Every path, in SMD's iteration order: at each level the members
@@ -419,6 +470,40 @@ mod tests {
 
     fn f(name: &str) -> PathElement {
         PathElement::field(name)
+    }
+
+    #[test]
+    fn in_place_removal_is_the_difference() {
+        let set = |paths: &[&[&str]]| {
+            let mut out = FieldSet::new();
+            for path in paths {
+                out.insert(&path.iter().map(|n| f(n)).collect::<Vec<_>>());
+            }
+            out
+        };
+        let a = set(&[
+            &["spec"],
+            &["spec", "replicas"],
+            &["spec", "x", "y"],
+            &["status", "a"],
+            &["metadata", "labels", "l"],
+        ]);
+        let others = [
+            set(&[&["spec"]]),
+            set(&[&["spec", "x"]]),
+            set(&[&["spec", "x", "y"], &["status"]]),
+            set(&[&["metadata"], &["status", "a"]]),
+            FieldSet::new(),
+        ];
+        for other in &others {
+            let mut plain = a.clone();
+            plain.remove(other);
+            assert_eq!(plain, a.difference(other), "{other:?}");
+            let mut recursive = a.clone();
+            recursive.remove_recursive(other);
+            assert_eq!(recursive, a.recursive_difference(other), "{other:?}");
+            assert_eq!(a.union(other), other.union(&a));
+        }
     }
 
     #[test]

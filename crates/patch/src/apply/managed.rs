@@ -279,7 +279,8 @@ pub(crate) fn stripped_fields() -> FieldSet {
 /// Strips the unowned fields from `manager`'s set, dropping it if empty.
 pub(crate) fn strip(managed: &mut Managed, manager: &str) {
     if let Some(versioned) = managed.fields.get_mut(manager) {
-        versioned.set = versioned.set.difference(&stripped_fields());
+        static STRIPPED: std::sync::OnceLock<FieldSet> = std::sync::OnceLock::new();
+        versioned.set.remove(STRIPPED.get_or_init(stripped_fields));
         if versioned.set.is_empty() {
             managed.fields.remove(manager);
         }

@@ -50,15 +50,11 @@ pub(crate) struct Comparison {
 
 impl Comparison {
     /// Drops the paths at or below `ignored` (SMD's exclude filter).
-    pub(crate) fn exclude(self, ignored: &FieldSet) -> Comparison {
-        if ignored.is_empty() {
-            return self;
-        }
-        Comparison {
-            removed: self.removed.recursive_difference(ignored),
-            modified: self.modified.recursive_difference(ignored),
-            added: self.added.recursive_difference(ignored),
-        }
+    pub(crate) fn exclude(mut self, ignored: &FieldSet) -> Comparison {
+        self.removed.remove_recursive(ignored);
+        self.modified.remove_recursive(ignored);
+        self.added.remove_recursive(ignored);
+        self
     }
 }
 
@@ -66,7 +62,10 @@ impl Comparison {
 /// field set.
 struct Walker<'s> {
     schema: &'s dyn ApplySchema,
+    /// The field names down to here are `names[..depth]`; the buffers beyond are kept for reuse
+    /// (a walk visits every field, and allocating each name was a good part of its cost).
     names: Vec<String>,
+    depth: usize,
     path: Path,
 }
 
@@ -117,32 +116,51 @@ fn list_is_empty(list: Option<&[Value]>) -> bool {
 
 impl<'s> Walker<'s> {
     fn new(schema: &'s dyn ApplySchema) -> Walker<'s> {
-        Walker { schema, names: Vec::new(), path: Vec::new() }
+        Walker { schema, names: Vec::new(), depth: 0, path: Vec::new() }
     }
 
-    fn names(&self) -> Vec<&str> {
-        self.names.iter().map(String::as_str).collect()
+    /// Runs `f` on the field names here as the schema takes them, on the stack for the depths
+    /// objects have (the schema is asked at every node, so this is on every walk's hot path).
+    fn with_names<T>(&self, f: impl FnOnce(&[&str]) -> T) -> T {
+        const ON_STACK: usize = 32;
+        let here = &self.names[..self.depth];
+        if here.len() <= ON_STACK {
+            let mut names = [""; ON_STACK];
+            for (slot, name) in names.iter_mut().zip(here) {
+                *slot = name;
+            }
+            f(&names[..here.len()])
+        } else {
+            f(&here.iter().map(String::as_str).collect::<Vec<_>>())
+        }
     }
 
     fn list_type(&self) -> ListType {
-        self.schema.list_type(&self.names())
+        self.with_names(|names| self.schema.list_type(names))
     }
 
     fn map_atomic(&self) -> bool {
-        self.schema.map_type(&self.names()) == MapType::Atomic
+        self.with_names(|names| self.schema.map_type(names)) == MapType::Atomic
     }
 
     fn is_named(&self, name: &str) -> bool {
-        self.schema.is_named_field(&self.names(), name)
+        self.with_names(|names| self.schema.is_named_field(names, name))
     }
 
     /// Runs `f` one field deeper.
     fn field<T>(&mut self, name: &str, f: impl FnOnce(&mut Self) -> T) -> T {
-        self.names.push(name.to_owned());
+        match self.names.get_mut(self.depth) {
+            Some(slot) => {
+                slot.clear();
+                slot.push_str(name);
+            }
+            None => self.names.push(name.to_owned()),
+        }
+        self.depth += 1;
         self.path.push(PathElement::field(name));
         let out = f(self);
         self.path.pop();
-        self.names.pop();
+        self.depth -= 1;
         out
     }
 
@@ -181,7 +199,7 @@ impl<'s> Walker<'s> {
         for key in keys {
             let value = match map.get(key) {
                 Some(value) => value.clone(),
-                None => self.schema.key_default(&self.names(), key).ok_or_else(|| {
+                None => self.with_names(|names| self.schema.key_default(names, key)).ok_or_else(|| {
                     format!(
                         "associative list with keys has an element that omits key field {} (and doesn't have default value)",
                         go_quote(key)
@@ -213,7 +231,7 @@ fn validate_at(w: &mut Walker<'_>, value: &Value, allow_duplicates: bool, errors
     match value {
         Value::Object(map) => {
             for (name, child) in map {
-                if !w.schema.field_declared(&w.names(), name) {
+                if !w.with_names(|names| w.schema.field_declared(names, name)) {
                     let mut path = w.path.clone();
                     path.push(PathElement::field(name.as_str()));
                     errors.push(ValidationError {
