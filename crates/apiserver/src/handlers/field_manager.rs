@@ -100,20 +100,30 @@ pub fn update_manager(query: &Query, headers: &HeaderMap) -> String {
     manager_or_user_agent(query.get("fieldManager"), user_agent.as_deref().unwrap_or_default())
 }
 
-/// `object` with the resource's apiVersion and kind, as the decoded object kube compares has
-/// them (a body may leave them out; storage writes them anyway).
-fn typed(resource: &Resource, mut object: Map<String, Value>) -> Value {
+/// Runs the field manager's `update` on `object` with the resource's apiVersion and kind (as
+/// the decoded object kube compares has them; a body may leave them out or name others, which
+/// later checks refuse) and returns the object as it was sent, with the managedFields made.
+fn update_typed(
+    manager: &FieldManager<'_>,
+    resource: &Resource,
+    live: &Value,
+    mut object: Map<String, Value>,
+    name: &str,
+) -> Map<String, Value> {
+    let sent = [("apiVersion", object.get("apiVersion").cloned()), ("kind", object.get("kind").cloned())];
     object.insert("apiVersion".into(), json!(resource.api_version()));
     object.insert("kind".into(), json!(resource.kind));
-    Value::Object(object)
-}
-
-/// The map of an object the field manager returned (it returns the object it was given).
-fn into_map(object: Value) -> Map<String, Value> {
-    match object {
-        Value::Object(map) => map,
-        _ => Map::new(),
+    let new = Value::Object(object);
+    let Value::Object(mut out) = manager.update(live, &new, name, &now_rfc3339()) else {
+        unreachable!("the field manager returns the object it was given")
+    };
+    for (key, value) in sent {
+        match value {
+            Some(value) => out.insert(key.into(), value),
+            None => out.shift_remove(key),
+        };
     }
+    out
 }
 
 /// Puts `recorded`'s managedFields on `object` (or takes them off), leaving the rest of
@@ -128,13 +138,11 @@ fn with_managed_fields(mut object: Map<String, Value>, recorded: &Value) -> Map<
 }
 
 /// A create by `manager`: every field the new object sets becomes its `Update` entry; valid
-/// managedFields in the body are kept instead (`[]` clears them). The object comes back with
-/// its apiVersion and kind set.
+/// managedFields in the body are kept instead (`[]` clears them).
 pub fn record_create(resource: &Resource, object: Map<String, Value>, manager: &str) -> Map<String, Value> {
     let schema = apply_schema(resource);
     let empty = json!({"apiVersion": resource.api_version(), "kind": resource.kind});
-    let new = typed(resource, object);
-    into_map(field_manager(&*schema, resource, None, &[&new]).update(&empty, &new, manager, &now_rfc3339()))
+    update_typed(&field_manager(&*schema, resource, None, &[]), resource, &empty, object, manager)
 }
 
 /// An update of `live` to `new` by `manager` through `subresource`: the fields it changed move
@@ -147,8 +155,19 @@ pub fn record_update(
     manager: &str,
 ) -> Map<String, Value> {
     let schema = apply_schema(resource);
-    let new = typed(resource, new);
-    into_map(field_manager(&*schema, resource, subresource, &[live, &new]).update(live, &new, manager, &now_rfc3339()))
+    // Only a `/status` write's reset fields depend on the objects: their top-level fields.
+    let fields = if subresource == Some(Subresource::Status) { top_level(live, &new) } else { Value::Null };
+    update_typed(&field_manager(&*schema, resource, subresource, &[&fields]), resource, live, new, manager)
+}
+
+/// An object with the top-level fields of `live` and `new`, empty: all the reset fields of a
+/// `/status` write need to know of the new object.
+fn top_level(live: &Value, new: &Map<String, Value>) -> Value {
+    let mut out = Map::new();
+    for key in live.as_object().into_iter().flat_map(Map::keys).chain(new.keys()) {
+        out.insert(key.clone(), Value::Null);
+    }
+    Value::Object(out)
 }
 
 /// A server-side apply through `/scale` of `scale` (an autoscaling/v1 Scale configuration) by
@@ -258,8 +277,8 @@ mod tests {
             entries[0]["fieldsV1"],
             json!({"f:data": {".": {}, "f:k": {}}, "f:metadata": {"f:labels": {".": {}, "f:a": {}}}})
         );
-        // The kind is filled in, as storage writes it.
-        assert_eq!(created["kind"], "ConfigMap");
+        // The body is kept as it was (no apiVersion or kind added).
+        assert!(created.get("kind").is_none());
 
         let mut live = Value::Object(created.clone());
         live["metadata"]["uid"] = json!("u");
