@@ -351,6 +351,17 @@ async fn every_write_keeps_update_entries(backend: Backend) {
     let create = got.iter().find(|e| e["manager"] == "kubectl-create").unwrap();
     assert_eq!(create["fieldsV1"]["f:data"], json!({}));
 
+    // Defaults belong to the writer, as kube defaults while decoding, before its field manager.
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+    let (code, created) = server.post_json("/api/v1/namespaces/default/pods?fieldManager=creator", &pod).await;
+    assert_eq!(code, 201, "{created}");
+    let spec = &created["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"];
+    for defaulted in ["f:dnsPolicy", "f:restartPolicy", "f:schedulerName", "f:terminationGracePeriodSeconds"] {
+        assert!(spec.get(defaulted).is_some(), "{defaulted} in {spec}");
+    }
+    assert!(spec["f:containers"]["k:{\"name\":\"c\"}"].get("f:imagePullPolicy").is_some(), "{spec}");
+
     // Managed fields a client writes replace the stored ones when they are valid, and are
     // ignored (the stored ones kept) when not.
     let bogus = json!({"metadata": {"managedFields": [{"manager": "x", "operation": "Bogus", "apiVersion": "v1",

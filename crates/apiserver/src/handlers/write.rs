@@ -119,6 +119,8 @@ pub async fn create(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     if let Some(ns) = &namespace {
         admission::check_namespace_accepts_writes(state, ns, resource, explicit_name.as_deref().unwrap_or("")).await?;
     }
+    // kube defaults while decoding, before its field manager: the creator owns the defaults.
+    listwatch_meta::defaults::apply_defaults(resource.group, resource.kind, &mut object);
     let object = field_manager::record_create(resource, object, &field_manager::update_manager(query, headers));
     let name = NewName { explicit: explicit_name.as_deref(), generate: generate.as_deref() };
     let stored = store_new(store, namespace.as_deref(), object, name, dry_run).await?;
@@ -258,6 +260,9 @@ pub(super) async fn update_to(
             }
             metadata_mut(&mut new).shift_remove("resourceVersion");
             if let Ownership::Update(manager) = ownership {
+                // Defaulted first, as kube's decoding does: a default the client left out is no
+                // change, and a new field's default is the writer's.
+                listwatch_meta::defaults::apply_defaults(resource.group, resource.kind, &mut new);
                 new = field_manager::record_update(resource, sub, &existing.value(), new, manager);
             }
             let old = editable(existing);
