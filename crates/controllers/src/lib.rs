@@ -11,9 +11,13 @@
 //! * [`deployment`]: one ReplicaSet per pod-template hash, rolling updates and `Recreate`,
 //!   pause, revisions and their history limit, `status` and the conditions `kubectl rollout
 //!   status` reads;
-//! * [`pods`]: the kubelet's part, which listwatch has no kubelets for: a pod that is not
-//!   running becomes Running and Ready (IP, start time, container statuses, conditions) after a
-//!   short delay.
+//! * [`pods`]: the kubelet's part, which listwatch has no kubelets for, played by
+//!   [`stages`] (kwok's Stage API, as data): by default a new pod is ContainerCreating, then
+//!   Running and Ready (IP, start time, container statuses, conditions) after a delay with
+//!   jitter, and a pod bound to a node that is deleted is removed after a moment; other stage
+//!   files add failures (examples/stages: CrashLoopBackOff, OOMKilled).
+
+use std::sync::Arc;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -26,6 +30,7 @@ mod common;
 pub mod deployment;
 pub mod pods;
 pub mod replicaset;
+pub mod stages;
 
 /// One controller `--controllers` can name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -127,13 +132,23 @@ impl fmt::Display for Selection {
 pub struct Options {
     /// Workers per controller (kube-controller-manager's `--concurrent-*-syncs`, 5 there).
     pub workers: usize,
-    /// How long a new pod stays Pending before the stand-in kubelet starts it.
+    /// How long a new pod stays Pending before the stand-in kubelet starts it: the default
+    /// stages' delays are scaled to it.
     pub pod_start_delay: Duration,
+    /// The stages pods move through; the default set (scaled to `pod_start_delay`) if `None`.
+    pub stages: Option<Arc<stages::StageSet>>,
+    /// Seed of the stages' jitter and choices; from the clock if `None`.
+    pub stage_seed: Option<u64>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { workers: 5, pod_start_delay: Duration::from_millis(500) }
+        Options {
+            workers: 5,
+            pod_start_delay: stages::DEFAULT_START_DELAY,
+            stages: None,
+            stage_seed: None,
+        }
     }
 }
 
@@ -170,7 +185,11 @@ pub fn start(client: Client, selection: &Selection, options: &Options) -> anyhow
         starts.push(deployment::DeploymentController::register(client.clone(), &factory)?);
     }
     if selection.contains(Controller::PodLifecycle) {
-        starts.push(pods::PodLifecycle::register(client, &factory, options.pod_start_delay)?);
+        let stages = match &options.stages {
+            Some(stages) => stages.clone(),
+            None => Arc::new(stages::StageSet::defaults(options.pod_start_delay)),
+        };
+        starts.push(pods::PodLifecycle::register(client, &factory, stages, options.stage_seed)?);
     }
     factory.start();
     for workers in starts {

@@ -1,131 +1,296 @@
-//! The kubelet's part of a pod's life, which listwatch has no kubelets for: a pod that is not
-//! running yet (and not being deleted) is reported Running and Ready after a short delay, with
-//! what `kubectl get pods -o wide` and `kubectl describe pod` show of a real one — phase, pod
-//! IP, start time, per-container running states, the five pod conditions, the QoS class.
+//! The kubelet's part of a pod's life, which listwatch has no kubelets for, played by
+//! [stages](crate::stages): on every pod event the heaviest stage that selects the pod is
+//! planned after its delay; when the delay is over and the stage still selects the pod, its
+//! `next` is applied through the REST API (the status subresource, a delete, finalizers, an
+//! Event). The default stages make a pod ContainerCreating, then Running and Ready with what
+//! `kubectl get pods -o wide` and `kubectl describe pod` show of a real one.
 //!
-//! Pods are not bound to nodes (listwatch serves no nodes of its own and no `binding`
-//! subresource yet), so their NODE stays `<none>`. Deleting a pod is the server's graceful
-//! deletion's business (crates/apiserver/src/controllers/graceful.rs); an unscheduled pod is
-//! removed at once, as kube-apiserver does.
+//! One plan per pod: an event that selects the stage already planned keeps its timer (a pod
+//! changed by others still starts on time), one that selects another stage replaces it. Pod
+//! IPs are given out from 10.244.0.0/16. Deleting a pod bound to a node is finished by the
+//! `pod-delete` stage, or, with this controller off, by the server when the grace period ends
+//! (crates/apiserver/src/controllers/graceful.rs).
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
 
 use futures::FutureExt as _;
 use listwatch_client::{
-    Api, ApiResource, Client, DynamicObject, HandlerFns, Lister, Object as _, Patch, SharedInformerFactory,
+    Api, ApiResource, Client, DeleteParams, DynamicObject, HandlerFns, Lister, Object as _, Patch, Preconditions,
+    SharedInformerFactory,
 };
+use parking_lot::Mutex;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
 use serde_json::{Value, json};
 
-use crate::common::{self, Workers};
+use crate::common::{self, Queue, Workers};
+use crate::stages::{self, Stage, StageSet, template};
 
 /// The stand-in kubelet.
 pub struct PodLifecycle {
     client: Client,
     pods: Lister<DynamicObject>,
+    stages: Arc<StageSet>,
+    queue: Queue,
+    plans: Mutex<HashMap<String, Plan>>,
+    rng: Mutex<StdRng>,
     /// The last pod IP given out, as an offset into 10.244.0.0/16.
     next_ip: AtomicU32,
+    next_plan: AtomicU64,
+}
+
+/// A stage to apply to one pod.
+#[derive(Clone)]
+struct Plan {
+    /// Which plan this is, so a finished one is not mistaken for its successor.
+    id: u64,
+    /// The index of the stage in the set.
+    stage: usize,
+    due: Instant,
+    /// Being applied: an event now plans afresh rather than keep this plan.
+    firing: bool,
+    /// The pod as this controller's last write left it (`immediateNextStage`), newer than the
+    /// informer's until its event arrives.
+    written: Option<Arc<DynamicObject>>,
 }
 
 impl PodLifecycle {
-    /// Registers the stand-in's handlers on `factory`'s pod informer; new pods start after
-    /// `delay`.
+    /// Registers the stand-in's handlers on `factory`'s pod informer; pods move through
+    /// `stages`, with jitter drawn from `seed` (from the clock when `None`).
     pub(crate) fn register(
         client: Client,
         factory: &SharedInformerFactory,
-        delay: Duration,
+        stages: Arc<StageSet>,
+        seed: Option<u64>,
     ) -> anyhow::Result<Workers> {
         let pods = factory.dynamic(&ApiResource::pods());
         let queue = common::queue("pod-lifecycle");
-        let (on_add, on_update) = (queue.clone(), queue.clone());
+        let seed = seed.unwrap_or_else(|| {
+            SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+        });
+        let lifecycle = Arc::new(PodLifecycle {
+            client,
+            pods: pods.lister(),
+            stages,
+            queue: queue.clone(),
+            plans: Mutex::new(HashMap::new()),
+            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            next_ip: AtomicU32::new(0),
+            next_plan: AtomicU64::new(0),
+        });
+        let (on_add, on_update, on_delete) = (lifecycle.clone(), lifecycle.clone(), lifecycle.clone());
         pods.add_event_handler(
             HandlerFns::<DynamicObject>::new()
-                .on_add(move |pod, _| {
-                    if needs_start(pod) {
-                        on_add.add_after(pod.key(), delay);
-                    }
-                })
-                .on_update(move |_, pod, _| {
-                    if needs_start(pod) {
-                        on_update.add_after(pod.key(), delay);
-                    }
+                .on_add(move |pod, _| on_add.plan(pod, None))
+                .on_update(move |_, pod, _| on_update.plan(pod, None))
+                .on_delete(move |pod| {
+                    on_delete.plans.lock().remove(&pod.object().key());
                 }),
         )?;
-        let lifecycle = Arc::new(PodLifecycle { client, pods: pods.lister(), next_ip: AtomicU32::new(0) });
         let sync = Arc::new(move |key: String| {
             let lifecycle = lifecycle.clone();
-            async move { lifecycle.start(&key).await.map(|()| None) }.boxed()
+            async move { lifecycle.sync(&key).await }.boxed()
         });
         Ok(Workers { name: "pod-lifecycle", queue, sync })
     }
 
-    /// Reports the pod Running and Ready, if it still needs that.
-    async fn start(&self, key: &str) -> anyhow::Result<()> {
-        let Some(pod) = self.pods.get(key) else { return Ok(()) };
-        if !needs_start(&pod) {
-            return Ok(());
+    /// Whether stages apply to `pod` at all. Every pod, for now; the place for a rule such as
+    /// "only pods bound to a node, once nodes exist".
+    fn admits(&self, _pod: &DynamicObject) -> bool {
+        true
+    }
+
+    /// Plans the stage that selects `pod` now, unless it is already planned.
+    fn plan(&self, pod: &DynamicObject, written: Option<Arc<DynamicObject>>) {
+        let key = pod.key();
+        let chosen = if self.admits(pod) { self.stages.choose(&pod.0, &mut *self.rng.lock()) } else { None };
+        let mut plans = self.plans.lock();
+        let Some(stage) = chosen else {
+            if plans.get(&key).is_some_and(|p| !p.firing) {
+                plans.remove(&key);
+            }
+            return;
+        };
+        if let Some(plan) = plans.get_mut(&key)
+            && plan.stage == stage
+            && !plan.firing
+        {
+            if written.is_some() {
+                plan.written = written;
+            }
+            return;
+        }
+        let delay = stages::delay_of(&self.stages.stages()[stage], &pod.0, SystemTime::now(), &mut *self.rng.lock());
+        let id = self.next_plan.fetch_add(1, Ordering::Relaxed);
+        plans.insert(key.clone(), Plan { id, stage, due: Instant::now() + delay, firing: false, written });
+        drop(plans);
+        self.queue.add_after(key, delay);
+    }
+
+    /// Applies the pod's planned stage if it is due and still selects the pod.
+    async fn sync(&self, key: &str) -> anyhow::Result<Option<Duration>> {
+        let plan = {
+            let mut plans = self.plans.lock();
+            let Some(plan) = plans.get_mut(key) else { return Ok(None) };
+            let now = Instant::now();
+            if plan.due > now {
+                return Ok(Some(plan.due - now));
+            }
+            plan.firing = true;
+            plan.clone()
+        };
+        let pod = freshest(self.pods.get(key), plan.written.clone());
+        let stage = &self.stages.stages()[plan.stage];
+        let Some(pod) = pod.filter(|pod| self.admits(pod) && stages::matches(stage, &pod.0)) else {
+            // It changed meanwhile: whatever selects it now comes next.
+            self.finish(key, plan.id);
+            if let Some(pod) = self.pods.get(key) {
+                self.plan(&pod, None);
+            }
+            return Ok(None);
+        };
+        match self.apply(stage, &pod).await {
+            Ok(written) => {
+                self.finish(key, plan.id);
+                if let Some(written) = written.filter(|_| stage.spec.immediate_next_stage) {
+                    let written = Arc::new(written);
+                    self.plan(&written, Some(written.clone()));
+                }
+                Ok(None)
+            }
+            Err(error) => {
+                if let Some(current) = self.plans.lock().get_mut(key).filter(|p| p.id == plan.id) {
+                    current.firing = false;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Forgets plan `id` of `key`, if it is still the pod's plan.
+    fn finish(&self, key: &str, id: u64) {
+        let mut plans = self.plans.lock();
+        if plans.get(key).is_some_and(|p| p.id == id) {
+            plans.remove(key);
+        }
+    }
+
+    /// Does what `stage.next` says to `pod`; the pod as written, if a status was.
+    async fn apply(&self, stage: &Stage, pod: &DynamicObject) -> anyhow::Result<Option<DynamicObject>> {
+        let next = &stage.spec.next;
+        let api: Api<DynamicObject> = Api::new(self.client.clone(), ApiResource::pods(), pod.namespace());
+        let gone = |e: &listwatch_client::Error| e.code() == Some(404);
+        if let Some(finalizers) = &next.finalizers {
+            let current: Vec<String> = pod
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.as_str().map(String::from))
+                .collect();
+            let mut wanted: Vec<String> = if finalizers.empty { Vec::new() } else { current.clone() };
+            wanted.retain(|f| !finalizers.remove.iter().any(|r| &r.value == f));
+            for add in &finalizers.add {
+                if !wanted.contains(&add.value) {
+                    wanted.push(add.value.clone());
+                }
+            }
+            if wanted != current {
+                let patch = json!({"metadata": {"finalizers": wanted, "resourceVersion": pod.resource_version()}});
+                match api.patch(pod.name(), &Patch::Merge(patch)).await {
+                    Err(e) if gone(&e) => return Ok(None),
+                    other => other?,
+                };
+            }
+        }
+        let mut written = None;
+        if next.delete {
+            let params = DeleteParams {
+                grace_period_seconds: Some(0),
+                preconditions: Some(Preconditions { uid: pod.uid().map(String::from), resource_version: None }),
+                ..Default::default()
+            };
+            match api.delete_with(pod.name(), &params).await {
+                Err(e) if gone(&e) => return Ok(None),
+                other => other?,
+            }
+        } else if let Some(template) = &next.status_template {
+            let pod_ip = template.uses_pod_ip().then(|| self.pod_ip(pod));
+            let now = common::now_rfc3339();
+            let qos_class = qos_class(pod);
+            let cx = template::Context { object: &pod.0, now: &now, pod_ip: pod_ip.as_deref(), qos_class };
+            let status = template.render(&cx);
+            match api.patch_status(pod.name(), &Patch::Strategic(json!({ "status": status }))).await {
+                Ok(pod) => written = Some(pod),
+                Err(e) if gone(&e) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if let Some(event) = &next.event {
+            // An Event is for people: one that cannot be written does not undo the stage.
+            if let Err(error) = self.record_event(pod, &stage.metadata.name, event).await {
+                tracing::debug!(stage = stage.metadata.name, error = %error, "could not record an event");
+            }
+        }
+        Ok(written)
+    }
+
+    /// The pod's IP: the one it has, or the next free one.
+    fn pod_ip(&self, pod: &DynamicObject) -> String {
+        if let Some(ip) = pod.pointer("/status/podIP").and_then(Value::as_str).filter(|ip| !ip.is_empty()) {
+            return ip.to_string();
         }
         let n = self.next_ip.fetch_add(1, Ordering::Relaxed);
-        let ip = format!("10.244.{}.{}", (n / 250) % 256, n % 250 + 2);
-        let api: Api<DynamicObject> = Api::new(self.client.clone(), ApiResource::pods(), pod.namespace());
-        let status = running_status(&pod, &ip, &common::now_rfc3339());
-        match api.patch_status(pod.name(), &Patch::Merge(json!({ "status": status }))).await {
-            Ok(_) => Ok(()),
-            Err(e) if e.code() == Some(404) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        format!("10.244.{}.{}", (n / 250) % 256, n % 250 + 2)
+    }
+
+    /// A core/v1 Event about `pod`, as the kubelet writes them (`kubectl describe pod` lists
+    /// them).
+    async fn record_event(
+        &self,
+        pod: &DynamicObject,
+        stage: &str,
+        event: &stages::model::EventSpec,
+    ) -> Result<(), listwatch_client::Error> {
+        let now = common::now_rfc3339();
+        let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let events: Api<DynamicObject> =
+            Api::new(self.client.clone(), ApiResource::new("", "v1", "Event", "events", true), pod.namespace());
+        let body = json!({
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": format!("{}.{nanos:x}", pod.name()), "namespace": pod.namespace()},
+            "involvedObject": {
+                "apiVersion": "v1", "kind": "Pod", "name": pod.name(), "namespace": pod.namespace(),
+                "uid": pod.uid(), "resourceVersion": pod.resource_version(),
+            },
+            "type": event.type_.as_str(),
+            "reason": event.reason,
+            "message": event.message,
+            "source": {"component": "kubelet", "host": pod.pointer("/spec/nodeName")},
+            "reportingComponent": "kubelet",
+            "reportingInstance": format!("listwatch-stage/{stage}"),
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        });
+        events.create(&body).await.map(drop)
     }
 }
 
-/// Neither running nor finished, and not being deleted.
-fn needs_start(pod: &DynamicObject) -> bool {
-    let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending");
-    phase == "Pending" && !common::is_deleting(pod)
-}
-
-/// The status of a pod whose containers all run and are ready.
-fn running_status(pod: &DynamicObject, ip: &str, now: &str) -> Value {
-    let statuses = |field: &str, init: bool| -> Vec<Value> {
-        let containers = pod.pointer(&format!("/spec/{field}")).and_then(Value::as_array);
-        containers
-            .into_iter()
-            .flatten()
-            .map(|c| {
-                let (name, image) = (c["name"].as_str().unwrap_or(""), c["image"].as_str().unwrap_or(""));
-                let state = if init {
-                    json!({"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now,
-                        "containerID": format!("listwatch://{}/{name}", pod.uid().unwrap_or_default())}})
-                } else {
-                    json!({"running": {"startedAt": now}})
-                };
-                json!({
-                    "name": name, "image": image, "imageID": image,
-                    "containerID": format!("listwatch://{}/{name}", pod.uid().unwrap_or_default()),
-                    "ready": !init, "started": !init, "restartCount": 0, "state": state, "lastState": {},
-                })
-            })
-            .collect()
-    };
-    let conditions: Vec<Value> =
-        ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
-            .iter()
-            .map(|type_| json!({"type": type_, "status": "True", "lastProbeTime": null, "lastTransitionTime": now}))
-            .collect();
-    let mut status = json!({
-        "phase": "Running",
-        "conditions": conditions,
-        "podIP": ip,
-        "podIPs": [{"ip": ip}],
-        "startTime": now,
-        "containerStatuses": statuses("containers", false),
-        "qosClass": qos_class(pod),
-    });
-    let init = statuses("initContainers", true);
-    if !init.is_empty() {
-        status["initContainerStatuses"] = json!(init);
+/// Whichever copy of the pod is newer: the informer's or the one this controller last wrote.
+fn freshest(
+    informed: Option<Arc<DynamicObject>>,
+    written: Option<Arc<DynamicObject>>,
+) -> Option<Arc<DynamicObject>> {
+    let version = |pod: &DynamicObject| pod.resource_version().and_then(|rv| rv.parse::<u64>().ok()).unwrap_or(0);
+    match (informed, written) {
+        (Some(informed), Some(written)) if version(&written) > version(&informed) => Some(written),
+        (informed, _) => informed,
     }
-    status
 }
 
 /// kube's QoS class: Guaranteed when every container's limits equal its requests for CPU and
@@ -154,14 +319,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_started_pod_is_running_ready_with_its_containers() {
-        let pod = DynamicObject::new(json!({"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": [
-            {"name": "c", "image": "nginx", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}}));
-        let status = running_status(&pod, "10.244.0.2", "2026-01-01T00:00:00Z");
-        assert_eq!(status["phase"], "Running");
-        assert_eq!(status["containerStatuses"][0]["ready"], true);
-        assert_eq!(status["qosClass"], "Guaranteed");
-        assert!(status["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
-        assert!(!needs_start(&DynamicObject::new(json!({"status": {"phase": "Running"}}))));
+    fn qos_classes() {
+        let pod = |resources: Value| {
+            DynamicObject::new(json!({"spec": {"containers": [{"name": "c", "resources": resources}]}}))
+        };
+        assert_eq!(qos_class(&pod(json!({"limits": {"cpu": "1", "memory": "1Gi"}}))), "Guaranteed");
+        assert_eq!(qos_class(&pod(json!({"requests": {"cpu": "1"}}))), "Burstable");
+        assert_eq!(qos_class(&pod(json!({}))), "BestEffort");
+    }
+
+    #[test]
+    fn the_newer_copy_of_a_pod_wins() {
+        let at = |rv: &str| Arc::new(DynamicObject::new(json!({"metadata": {"name": "p", "resourceVersion": rv}})));
+        let pick = |a: Option<Arc<DynamicObject>>, b| freshest(a, b).and_then(|p| p.resource_version().map(String::from));
+        assert_eq!(pick(Some(at("9")), Some(at("10"))).as_deref(), Some("10"));
+        assert_eq!(pick(Some(at("11")), Some(at("10"))).as_deref(), Some("11"));
+        assert_eq!(pick(None, Some(at("10"))), None, "deleted: nothing to apply to");
     }
 }
