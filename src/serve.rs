@@ -139,9 +139,18 @@ pub struct ServeArgs {
     /// (the stand-in kubelet that makes pods Running and Ready).
     #[arg(long, default_value = "all")]
     controllers: listwatch_controllers::Selection,
-    /// How long a new pod stays Pending before the stand-in kubelet reports it Running.
+    /// How long a new pod stays Pending before the stand-in kubelet reports it Running: the
+    /// default stages' delays are scaled to it (pod-ready waits this, plus up to half again).
     #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
     pod_start_delay: Duration,
+    /// Stage files (kwok's `kind: Stage`, YAML) pods move through instead of the default
+    /// stages; `default` names those, to add to them (`--stages default,examples/stages/crashloop.yaml`).
+    /// A file that does not read as stages stops the server before it listens.
+    #[arg(long, value_name = "FILE", value_delimiter = ',')]
+    stages: Vec<PathBuf>,
+    /// Seed of the stages' jitter and choices, to repeat a run [default: from the clock].
+    #[arg(long)]
+    stage_seed: Option<u64>,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -333,6 +342,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     raise_open_file_limit();
     // Storage first: the embedded store locks its data dir before anything else is done there.
+    // Stage files are read before anything else happens, so a bad one costs nothing.
+    let stages = load_stages(&args)?;
     let Opened { storage, described, memory } = open_storage(&args).await?;
     let listening = listener::bind(&args.addr).with_context(|| format!("listening on {}", args.addr))?;
     let (listener, addr) = (listening.listener, listening.reachable);
@@ -373,7 +384,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
     say(format_args!("listwatch is serving on {server}; kubeconfig written to {}", kubeconfig.display()));
     say(format_args!("try: kubectl --kubeconfig {} get pods", kubeconfig.display()));
-    let controllers = start_controllers(&args, &kubeconfig)?;
+    let controllers = start_controllers(&args, &kubeconfig, stages)?;
     serving.await?;
     if let Some(controllers) = controllers {
         controllers.stop();
@@ -390,6 +401,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 fn start_controllers(
     args: &ServeArgs,
     kubeconfig: &std::path::Path,
+    stages: Option<Arc<listwatch_controllers::stages::StageSet>>,
 ) -> anyhow::Result<Option<listwatch_controllers::Running>> {
     if args.controllers.is_empty() {
         return Ok(None);
@@ -397,10 +409,26 @@ fn start_controllers(
     let config = listwatch_client::Config::from_kubeconfig(kubeconfig)
         .with_context(|| format!("reading {} for the controllers", kubeconfig.display()))?;
     let client = listwatch_client::Client::new(config).context("a client for the controllers")?;
-    let options = listwatch_controllers::Options { pod_start_delay: args.pod_start_delay, ..Default::default() };
+    let options = listwatch_controllers::Options {
+        pod_start_delay: args.pod_start_delay,
+        stages,
+        stage_seed: args.stage_seed,
+        ..Default::default()
+    };
     let running = listwatch_controllers::start(client, &args.controllers, &options)?;
     tracing::info!(controllers = %args.controllers, "controllers started");
     Ok(Some(running))
+}
+
+/// The stages `--stages` names, if it names any (the controllers use the default set if not).
+fn load_stages(args: &ServeArgs) -> anyhow::Result<Option<Arc<listwatch_controllers::stages::StageSet>>> {
+    if args.stages.is_empty() {
+        return Ok(None);
+    }
+    let set = listwatch_controllers::stages::StageSet::load(&args.stages, args.pod_start_delay)
+        .map_err(|e| anyhow::anyhow!("--stages: {e}"))?;
+    tracing::info!(stages = set.stages().len(), "stages loaded");
+    Ok(Some(Arc::new(set)))
 }
 
 /// A line for the person who started the server. Unlike `eprintln!`, a closed stderr (the

@@ -157,3 +157,43 @@ fn delays_are_drawn_between_duration_and_jitter() {
     let until = delay_of(stage, &pod, now, &mut rng);
     assert!(until <= Duration::from_secs(30) && until > Duration::from_secs(28), "{until:?}");
 }
+
+#[test]
+fn the_example_failure_stages_parse_and_cycle_with_the_defaults() {
+    for (name, text, reason) in [
+        ("crashloop.yaml", include_str!("../../../../examples/stages/crashloop.yaml"), "Error"),
+        ("oomkilled.yaml", include_str!("../../../../examples/stages/oomkilled.yaml"), "OOMKilled"),
+    ] {
+        let mut set = StageSet::defaults(DEFAULT_START_DELAY);
+        set.stages.extend(StageSet::parse(name, text).unwrap().stages);
+        let label = name.trim_end_matches(".yaml");
+        let mut pod = json!({
+            "metadata": {"name": "p", "namespace": "default", "uid": "u", "labels": {"listwatch.dev/fail": label}},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            "status": {"phase": "Pending"},
+        });
+        let mut rng = StdRng::seed_from_u64(3);
+        let mut seen = Vec::new();
+        for _ in 0..6 {
+            let i = set.choose(&pod, &mut rng).unwrap();
+            let stage = &set.stages()[i];
+            seen.push(stage.metadata.name.clone());
+            let cx = template::Context { object: &pod, now: "T", pod_ip: Some("10.244.0.2"), qos_class: "BestEffort" };
+            let status = stage.spec.next.status_template.as_ref().unwrap().render(&cx);
+            // What the server's strategic merge does with these fields: replace them.
+            for (k, v) in status.as_object().unwrap() {
+                if k != "conditions" {
+                    pod["status"][k] = v.clone();
+                }
+            }
+        }
+        assert_eq!(
+            seen,
+            ["pod-create", "pod-ready", &format!("{label}-exit"), &format!("{label}-backoff"), &format!("{label}-restart"), &format!("{label}-exit")]
+        );
+        let container = &pod["status"]["containerStatuses"][0];
+        assert_eq!(container["restartCount"], 1, "{container}");
+        assert_eq!(container["state"]["terminated"]["reason"], reason, "{container}");
+        assert_eq!(container["lastState"]["terminated"]["reason"], reason, "{container}");
+    }
+}
