@@ -174,7 +174,7 @@ fn the_example_failure_stages_parse_and_cycle_with_the_defaults() {
         });
         let mut rng = StdRng::seed_from_u64(3);
         let mut seen = Vec::new();
-        for _ in 0..6 {
+        for _ in 0..8 {
             let i = set.choose(&pod, &mut rng).unwrap();
             let stage = &set.stages()[i];
             seen.push(stage.metadata.name.clone());
@@ -187,12 +187,13 @@ fn the_example_failure_stages_parse_and_cycle_with_the_defaults() {
                 }
             }
         }
-        assert_eq!(
-            seen,
-            ["pod-create", "pod-ready", &format!("{label}-exit"), &format!("{label}-backoff"), &format!("{label}-restart"), &format!("{label}-exit")]
-        );
+        let ours = |stage: &str| format!("{label}-{stage}");
+        let expected =
+            ["exit", "first-restart", "exit", "backoff", "restart", "exit"].map(ours);
+        assert_eq!(seen[..2], ["pod-create", "pod-ready"]);
+        assert_eq!(seen[2..], expected);
         let container = &pod["status"]["containerStatuses"][0];
-        assert_eq!(container["restartCount"], 1, "{container}");
+        assert_eq!(container["restartCount"], 2, "{container}");
         assert_eq!(container["state"]["terminated"]["reason"], reason, "{container}");
         assert_eq!(container["lastState"]["terminated"]["reason"], reason, "{container}");
     }
