@@ -19,6 +19,7 @@ mod python_client;
 mod semantics;
 mod server_side_apply;
 mod sim_server;
+mod stages;
 mod simulate;
 mod transports;
 mod validation;
