@@ -184,3 +184,32 @@ async fn a_malformed_stages_file_stops_serve_with_its_line() {
     assert!(!stderr.contains("listwatch is serving"), "it stopped before listening: {stderr}");
     assert!(!dir.path().join("kubeconfig").exists(), "nothing written: {stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_pod_on_a_node_stops_before_its_grace_period_ends() {
+    let server = Server::start("stages-delete", Backend::Memory, &["--controllers=all", "--pod-start-delay=100ms"]).await;
+    let k = server.kubectl();
+    let pod = serde_json::json!({"metadata": {"name": "bound"}, "spec": {"nodeName": "node-1",
+        "terminationGracePeriodSeconds": 60, "containers": [{"name": "c", "image": "nginx"}]}});
+    let (code, body) = server.post_json("/api/v1/namespaces/default/pods", &pod).await;
+    assert_eq!(code, 201, "{body}");
+    eventually("the pod Running", || async {
+        let rows = table(&k, &["bound"]).await;
+        (rows[0][2] == "Running").then_some(())
+    })
+    .await;
+    let started = tokio::time::Instant::now();
+    // Bound to a node, the delete only marks it (grace period 60 s); the pod-delete stage
+    // removes it, as a kubelet does once its containers stopped.
+    let out = k.run(&["delete", "pod", "bound", "--wait=false"]).await.ok();
+    assert!(out.contains("pod \"bound\" deleted"), "{out}");
+    eventually("the pod gone", || async {
+        let out = k.run(&["get", "pods", "bound", "--ignore-not-found", "--no-headers"]).await.ok();
+        out.trim().is_empty().then_some(())
+    })
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}: the grace period ran out instead", started.elapsed());
+    let events = k.get_json(&["events", "--field-selector", "involvedObject.name=bound"]).await;
+    let reasons: Vec<&str> = events["items"].as_array().unwrap().iter().filter_map(|e| e["reason"].as_str()).collect();
+    assert_eq!(reasons, ["Killing"], "{events}");
+}
