@@ -43,7 +43,12 @@ async fn eventually<T, F: Future<Output = Option<T>>>(what: &str, mut check: imp
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn default_stages_take_a_pod_through_container_creating_to_running() {
     // Long enough a start that ContainerCreating is there to be seen.
-    let server = Server::start("stages-default", Backend::Memory, &["--controllers=all", "--pod-start-delay=3s", "--stage-seed=1"]).await;
+    let server = Server::start(
+        "stages-default",
+        Backend::Memory,
+        &["--controllers=all", "--pod-start-delay=3s", "--stage-seed=1"],
+    )
+    .await;
     let k = server.kubectl();
     k.run(&["create", "deployment", "web", "--image=nginx:1.27"]).await.ok();
     let creating = eventually("a ContainerCreating pod", || async {
@@ -94,8 +99,12 @@ async fn default_stages_take_a_pod_through_container_creating_to_running() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failure_stages_show_error_oomkilled_and_crashloopbackoff() {
     let stages = format!("default,{},{}", example("crashloop.yaml"), example("oomkilled.yaml"));
-    let server =
-        Server::start("stages-crashloop", Backend::Memory, &["--controllers=all", "--pod-start-delay=100ms", "--stages", &stages]).await;
+    let server = Server::start(
+        "stages-crashloop",
+        Backend::Memory,
+        &["--controllers=all", "--pod-start-delay=100ms", "--stages", &stages],
+    )
+    .await;
     let k = server.kubectl();
     // kubectl's own watch prints a row whenever the STATUS changes: collect them.
     let mut watch = k.command(&["get", "pods", "--watch", "--no-headers"]);
@@ -123,8 +132,7 @@ async fn failure_stages_show_error_oomkilled_and_crashloopbackoff() {
     let _ = watch.kill().await;
     assert!(done.is_ok(), "no CrashLoopBackOff for both within {SETTLE:?}: {statuses:?}");
     let order = |pod: &str| -> Vec<&str> {
-        let mut order: Vec<&str> =
-            statuses.iter().filter(|(p, _, _)| p == pod).map(|(_, s, _)| s.as_str()).collect();
+        let mut order: Vec<&str> = statuses.iter().filter(|(p, _, _)| p == pod).map(|(_, s, _)| s.as_str()).collect();
         order.dedup();
         order
     };
@@ -187,7 +195,8 @@ async fn a_malformed_stages_file_stops_serve_with_its_line() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_pod_on_a_node_stops_before_its_grace_period_ends() {
-    let server = Server::start("stages-delete", Backend::Memory, &["--controllers=all", "--pod-start-delay=100ms"]).await;
+    let server =
+        Server::start("stages-delete", Backend::Memory, &["--controllers=all", "--pod-start-delay=100ms"]).await;
     let k = server.kubectl();
     let pod = serde_json::json!({"metadata": {"name": "bound"}, "spec": {"nodeName": "node-1",
         "terminationGracePeriodSeconds": 60, "containers": [{"name": "c", "image": "nginx"}]}});

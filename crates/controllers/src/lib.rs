@@ -143,12 +143,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            workers: 5,
-            pod_start_delay: stages::DEFAULT_START_DELAY,
-            stages: None,
-            stage_seed: None,
-        }
+        Options { workers: 5, pod_start_delay: stages::DEFAULT_START_DELAY, stages: None, stage_seed: None }
     }
 }
 

@@ -1,5 +1,5 @@
 //! The kubelet's part of a pod's life, which listwatch has no kubelets for, played by
-//! [stages](crate::stages): on every pod event the heaviest stage that selects the pod is
+//! [`crate::stages`]: on every pod event the heaviest stage that selects the pod is
 //! planned after its delay; when the delay is over and the stage still selects the pod, its
 //! `next` is applied through the REST API (the status subresource, a delete, finalizers, an
 //! Event). The default stages make a pod ContainerCreating, then Running and Ready with what
@@ -282,10 +282,7 @@ impl PodLifecycle {
 }
 
 /// Whichever copy of the pod is newer: the informer's or the one this controller last wrote.
-fn freshest(
-    informed: Option<Arc<DynamicObject>>,
-    written: Option<Arc<DynamicObject>>,
-) -> Option<Arc<DynamicObject>> {
+fn freshest(informed: Option<Arc<DynamicObject>>, written: Option<Arc<DynamicObject>>) -> Option<Arc<DynamicObject>> {
     let version = |pod: &DynamicObject| pod.resource_version().and_then(|rv| rv.parse::<u64>().ok()).unwrap_or(0);
     match (informed, written) {
         (Some(informed), Some(written)) if version(&written) > version(&informed) => Some(written),
@@ -331,7 +328,8 @@ mod tests {
     #[test]
     fn the_newer_copy_of_a_pod_wins() {
         let at = |rv: &str| Arc::new(DynamicObject::new(json!({"metadata": {"name": "p", "resourceVersion": rv}})));
-        let pick = |a: Option<Arc<DynamicObject>>, b| freshest(a, b).and_then(|p| p.resource_version().map(String::from));
+        let pick =
+            |a: Option<Arc<DynamicObject>>, b| freshest(a, b).and_then(|p| p.resource_version().map(String::from));
         assert_eq!(pick(Some(at("9")), Some(at("10"))).as_deref(), Some("10"));
         assert_eq!(pick(Some(at("11")), Some(at("10"))).as_deref(), Some("11"));
         assert_eq!(pick(None, Some(at("10"))), None, "deleted: nothing to apply to");

@@ -127,8 +127,7 @@ impl StageSet {
     pub fn choose(&self, object: &Value, rng: &mut impl Rng) -> Option<usize> {
         let matching: Vec<usize> = (0..self.stages.len()).filter(|&i| matches(&self.stages[i], object)).collect();
         let heaviest = matching.iter().map(|&i| self.stages[i].spec.weight).max()?;
-        let candidates: Vec<usize> =
-            matching.into_iter().filter(|&i| self.stages[i].spec.weight == heaviest).collect();
+        let candidates: Vec<usize> = matching.into_iter().filter(|&i| self.stages[i].spec.weight == heaviest).collect();
         Some(candidates[rng.random_range(0..candidates.len())])
     }
 }
@@ -199,9 +198,8 @@ pub fn delay_of(stage: &Stage, object: &Value, now: SystemTime, rng: &mut impl R
     let from = |expression: &Option<model::ExpressionFrom>| {
         duration_at(expression.as_ref()?.expression_from.first(object)?, now)
     };
-    let base = from(&delay.duration_from)
-        .or(delay.duration_milliseconds.map(Duration::from_millis))
-        .unwrap_or(Duration::ZERO);
+    let base =
+        from(&delay.duration_from).or(delay.duration_milliseconds.map(Duration::from_millis)).unwrap_or(Duration::ZERO);
     let jitter = from(&delay.jitter_duration_from).or(delay.jitter_duration_milliseconds.map(Duration::from_millis));
     match jitter {
         Some(longest) if longest > base => {

@@ -155,8 +155,7 @@ impl Parser<'_> {
         let mut steps = Vec::new();
         loop {
             if self.eat(".") {
-                let name: String =
-                    self.rest().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                let name: String = self.rest().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
                 self.at += name.len();
                 if !name.is_empty() {
                     steps.push(Step::Field(name));
@@ -215,9 +214,8 @@ impl Parser<'_> {
         };
         self.skip_spaces();
         let mut stream = serde_json::Deserializer::from_str(self.rest()).into_iter::<Value>();
-        let literal = match stream.next() {
-            Some(Ok(v)) => v,
-            _ => return Err(self.unexpected("a JSON literal (\"text\", 1, true, null)")),
+        let Some(Ok(literal)) = stream.next() else {
+            return Err(self.unexpected("a JSON literal (\"text\", 1, true, null)"));
         };
         self.at += stream.byte_offset();
         self.skip_spaces();
@@ -235,7 +233,7 @@ mod tests {
     use super::*;
 
     fn strings(path: &str, root: &Value) -> Vec<String> {
-        JsonPath::parse(path).unwrap().values(root).iter().map(|v| v.to_string()).collect()
+        JsonPath::parse(path).unwrap().values(root).iter().map(ToString::to_string).collect()
     }
 
     #[test]
@@ -253,16 +251,16 @@ mod tests {
         assert!(strings(".spec.nodeName", &pod).is_empty());
         assert_eq!(strings(".status.containerStatuses.[].state.waiting.reason", &pod), ["\"X\""]);
         assert_eq!(strings(".status.containerStatuses[1].state.waiting.reason", &pod), ["\"X\""]);
-        assert_eq!(
-            strings(".status.conditions.[] | select( .type == \"Ready\" ) | .status", &pod),
-            ["\"True\""]
-        );
+        assert_eq!(strings(".status.conditions.[] | select( .type == \"Ready\" ) | .status", &pod), ["\"True\""]);
         assert_eq!(strings(".status.conditions[] | select(.type != \"Ready\") | .type", &pod), ["\"Initialized\""]);
     }
 
     #[test]
     fn malformed_paths_say_what_was_expected() {
-        assert_eq!(JsonPath::parse("status.phase").unwrap_err(), "unexpected 's' at column 1, expected a path starting with `.` or `select(`");
+        assert_eq!(
+            JsonPath::parse("status.phase").unwrap_err(),
+            "unexpected 's' at column 1, expected a path starting with `.` or `select(`"
+        );
         assert!(JsonPath::parse(".a[\"b\"").unwrap_err().contains("expected `]`"));
         assert!(JsonPath::parse(".a | select(.b = 1)").unwrap_err().contains("`==` or `!=`"));
         assert!(JsonPath::parse(".a ^").unwrap_err().contains("column 4"));

@@ -182,8 +182,7 @@ fn compile_string(text: &str) -> Result<Node, String> {
     Ok(Node::Text(pieces))
 }
 
-const EXPECTED_TERM: &str =
-    "expected Now, PodIP, QOSClass, a path from `.`, `$root` or `$status`, or a JSON literal";
+const EXPECTED_TERM: &str = "expected Now, PodIP, QOSClass, a path from `.`, `$root` or `$status`, or a JSON literal";
 
 fn parse_expr(text: &str) -> Result<Expr, String> {
     // `|` both chains the template's functions and the path's own jq pipes: a part that starts
@@ -239,7 +238,9 @@ fn parse_expr(text: &str) -> Result<Expr, String> {
                     Value::String(separator) => Ok(Function::Join(separator)),
                     _ => Err(format!("{{{{ {} }}}}: `join` takes a quoted separator", text.trim())),
                 },
-                _ => Err(format!("{{{{ {} }}}}: unknown function {name:?}, expected add1, default or join", text.trim())),
+                _ => {
+                    Err(format!("{{{{ {} }}}}: unknown function {name:?}, expected add1, default or join", text.trim()))
+                }
             }
         })
         .collect::<Result<_, String>>()?;
@@ -258,7 +259,8 @@ fn evaluate(expr: &Expr, scope: Scope<'_>, cx: &Context<'_>) -> Option<Value> {
                 Base::Root => Some(cx.object),
                 Base::Status => scope.status,
             };
-            let mut values: Vec<Value> = from.map(|v| path.values(v)).unwrap_or_default().into_iter().cloned().collect();
+            let mut values: Vec<Value> =
+                from.map(|v| path.values(v)).unwrap_or_default().into_iter().cloned().collect();
             match values.len() {
                 0 => None,
                 1 => values.pop(),
@@ -300,9 +302,9 @@ fn render(node: &Node, scope: Scope<'_>, cx: &Context<'_>) -> Option<Value> {
                 })
                 .collect(),
         )),
-        Node::Map(fields) => Some(Value::Object(
-            fields.iter().filter_map(|(k, n)| Some((k.clone(), render(n, scope, cx)?))).collect(),
-        )),
+        Node::Map(fields) => {
+            Some(Value::Object(fields.iter().filter_map(|(k, n)| Some((k.clone(), render(n, scope, cx)?))).collect()))
+        }
         Node::List(items) => Some(Value::Array(items.iter().filter_map(|n| render(n, scope, cx)).collect())),
         Node::Range { over, statuses, each } => {
             let items = match evaluate(over, scope, cx)? {

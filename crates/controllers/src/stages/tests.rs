@@ -120,8 +120,11 @@ fn selectors_match_labels_annotations_and_fields() {
 
     let not_in = StageSet::parse(
         "n.yaml",
-        &ONE.replace("{key: .status.phase, operator: In, values: [Running]}", "{key: .status.phase, operator: NotIn, values: [Running]}")
-            .replace("matchLabels: {app: web}", "matchAnnotations: {a: b}"),
+        &ONE.replace(
+            "{key: .status.phase, operator: In, values: [Running]}",
+            "{key: .status.phase, operator: NotIn, values: [Running]}",
+        )
+        .replace("matchLabels: {app: web}", "matchAnnotations: {a: b}"),
     )
     .unwrap();
     let stage = &not_in.stages()[0];
@@ -188,8 +191,7 @@ fn the_example_failure_stages_parse_and_cycle_with_the_defaults() {
             }
         }
         let ours = |stage: &str| format!("{label}-{stage}");
-        let expected =
-            ["exit", "first-restart", "exit", "backoff", "restart", "exit"].map(ours);
+        let expected = ["exit", "first-restart", "exit", "backoff", "restart", "exit"].map(ours);
         assert_eq!(seen[..2], ["pod-create", "pod-ready"]);
         assert_eq!(seen[2..], expected);
         let container = &pod["status"]["containerStatuses"][0];
