@@ -15,13 +15,15 @@
 //!   [`stages`] (kwok's Stage API, as data): by default a new pod is ContainerCreating, then
 //!   Running and Ready (IP, start time, container statuses, conditions) after a delay with
 //!   jitter, and a pod bound to a node that is deleted is removed after a moment; other stage
-//!   files add failures (examples/stages: CrashLoopBackOff, OOMKilled).
-
-use std::sync::Arc;
+//!   files add failures (examples/stages: CrashLoopBackOff, OOMKilled);
+//! * [`stages`]: the Stage model and loader (YAML in kwok's shape, refused with file, line and
+//!   column when malformed), the field paths selectors read, the status templates, the
+//!   default set.
 
 use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use listwatch_client::{Client, SharedInformerFactory};

@@ -121,6 +121,11 @@ impl PodLifecycle {
             if written.is_some() {
                 plan.written = written;
             }
+            // Queued again (the queue keeps the earlier deadline): a plan whose applying failed
+            // past the retries gets another go on the pod's next event.
+            let remaining = plan.due.saturating_duration_since(Instant::now());
+            drop(plans);
+            self.queue.add_after(key, remaining);
             return;
         }
         let delay = stages::delay_of(&self.stages.stages()[stage], &pod.0, SystemTime::now(), &mut *self.rng.lock());
