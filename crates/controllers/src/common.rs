@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use listwatch_client::{
-    ApiResource, DynamicObject, IndexConflict, LabelSelector, Object, SharedInformer, object_key, rfc3339,
+    ApiResource, DynamicObject, IndexConflict, LabelSelector, Object, SharedInformer, SharedInformerFactory,
+    object_key, rfc3339,
 };
 use listwatch_workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 use serde_json::{Value, json};
@@ -134,6 +135,22 @@ pub fn controller_key(object: &DynamicObject, kind: &str) -> Option<String> {
 /// The uid of whatever controls `object`.
 pub fn controller_uid(object: &DynamicObject) -> Option<&str> {
     controller_of(object)?.get("uid")?.as_str()
+}
+
+/// The shared informer of `resource`, whose cache keeps objects without `metadata.managedFields`:
+/// no controller reads them, and they are about a third of a pod as stored (kube's own
+/// controllers are often given the same transform).
+pub fn informer(factory: &SharedInformerFactory, resource: &ApiResource) -> SharedInformer<DynamicObject> {
+    let informer = factory.dynamic(resource);
+    // Refused only once the informer runs (another controller set it up first): then it has
+    // the transform already, or was started without one by someone else, which is harmless.
+    let _ = informer.set_transform(|mut object: DynamicObject| {
+        if let Some(metadata) = object.0.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.remove("managedFields");
+        }
+        object
+    });
+    informer
 }
 
 /// The index of objects by their controller: the controller's uid, or [`orphans_of`] their

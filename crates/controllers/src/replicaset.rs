@@ -37,8 +37,8 @@ pub struct ReplicaSetController {
 impl ReplicaSetController {
     /// Registers the controller's event handlers on `factory`'s informers.
     pub(crate) fn register(client: Client, factory: &SharedInformerFactory) -> anyhow::Result<Workers> {
-        let replicasets = factory.dynamic(&common::replicasets());
-        let pods = factory.dynamic(&ApiResource::pods());
+        let replicasets = common::informer(factory, &common::replicasets());
+        let pods = common::informer(factory, &ApiResource::pods());
         common::index_by_controller(&pods);
         let queue = common::queue("replicaset");
         let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
@@ -66,11 +66,7 @@ impl ReplicaSetController {
                     }
                 }),
         )?;
-        let controller = Arc::new(ReplicaSetController {
-            client,
-            replicasets: rs_lister,
-            pod_cache: pods.store(),
-        });
+        let controller = Arc::new(ReplicaSetController { client, replicasets: rs_lister, pod_cache: pods.store() });
         let sync = Arc::new(move |key: String| {
             let controller = controller.clone();
             async move { controller.sync(&key).await }.boxed()

@@ -48,8 +48,8 @@ pub struct DeploymentController {
 impl DeploymentController {
     /// Registers the controller's event handlers on `factory`'s informers.
     pub(crate) fn register(client: Client, factory: &SharedInformerFactory) -> anyhow::Result<Workers> {
-        let deployments = factory.dynamic(&deployments());
-        let replicasets = factory.dynamic(&common::replicasets());
+        let deployments = common::informer(factory, &deployments());
+        let replicasets = common::informer(factory, &common::replicasets());
         common::index_by_controller(&replicasets);
         let queue = common::queue("deployment");
         let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
@@ -78,7 +78,7 @@ impl DeploymentController {
                 }),
         )?;
         // Recreate waits for the old pods to be gone: their deletion syncs the Deployment.
-        let pods = factory.dynamic(&ApiResource::pods());
+        let pods = common::informer(factory, &ApiResource::pods());
         let rs_lister = replicasets.lister();
         let q_pod = queue.clone();
         pods.add_event_handler(HandlerFns::<DynamicObject>::new().on_delete(move |pod| {
