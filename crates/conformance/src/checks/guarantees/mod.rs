@@ -201,6 +201,8 @@ mod tests {
             unchecked: Vec::new(),
             relists: 0,
             watches: 1,
+            events: 4,
+            final_objects: 2,
             converged: true,
             first_difference: None,
         });
