@@ -141,7 +141,10 @@ async fn wait_until_gone(target: &Target, deadline: Instant) -> Result<(), Check
         }
         if Instant::now() >= deadline {
             return Err(CheckFailure::failed_with(
-                format!("the CRD {} was still there {READY_TIMEOUT:?} after its deletion", Resource::Custom.qualified()),
+                format!(
+                    "the CRD {} was still there {READY_TIMEOUT:?} after its deletion",
+                    Resource::Custom.qualified()
+                ),
                 crd.describe(),
             ));
         }

@@ -210,7 +210,10 @@ async fn set_up(target: &Target) -> Result<(), (String, CheckFailure)> {
     {
         // Best effort (there are no objects yet): the report says why the run could not start.
         let _ = target.send(reqwest::Method::DELETE, &format!("/api/v1/namespaces/{}", target.namespace), None).await;
-        return Err((format!("could not install the CustomResourceDefinition {}", target.resource.qualified()), failure));
+        return Err((
+            format!("could not install the CustomResourceDefinition {}", target.resource.qualified()),
+            failure,
+        ));
     }
     Ok(())
 }

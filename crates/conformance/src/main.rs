@@ -105,7 +105,12 @@ async fn main() -> ExitCode {
         eprintln!("{e}");
         return ExitCode::from(2);
     }
-    eprintln!("running against {} on {} in namespace {}", target.base_url, target.resource.qualified(), target.namespace);
+    eprintln!(
+        "running against {} on {} in namespace {}",
+        target.base_url,
+        target.resource.qualified(),
+        target.namespace
+    );
     let report = run(&target, &args.checks).await;
     match &args.output_file {
         Some(path) => {

@@ -36,7 +36,9 @@ pub async fn bookmarks(target: &Target) -> Result<(), CheckFailure> {
                 let (kind, api_version) = (target.resource.kind(), target.resource.api_version());
                 if object["kind"] != kind || object["apiVersion"] != api_version.as_str() {
                     return Err(CheckFailure::failed_with(
-                        format!("a BOOKMARK's object must be of the watched kind (kind {kind}, apiVersion {api_version})"),
+                        format!(
+                            "a BOOKMARK's object must be of the watched kind (kind {kind}, apiVersion {api_version})"
+                        ),
                         event.line,
                     ));
                 }

@@ -207,7 +207,8 @@ pub async fn streaming_list(target: &Target) -> Result<(), CheckFailure> {
         if first.kind == "ERROR" {
             return Err(watch.failure(&format!("{query}: a streaming list must not start with an ERROR event")));
         }
-        let bookmark = initial_then_end_bookmark(target.resource.kind(), &mut watch, &query, &[&a, &b], Some(first)).await?;
+        let bookmark =
+            initial_then_end_bookmark(target.resource.kind(), &mut watch, &query, &[&a, &b], Some(first)).await?;
         if bookmark.rv() < rv(&b) {
             return Err(CheckFailure::failed_with(
                 format!(

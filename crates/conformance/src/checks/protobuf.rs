@@ -44,8 +44,7 @@ use crate::{CheckFailure, Target};
 
 /// kube-apiserver's message when a custom resource is asked for with only protobuf acceptable:
 /// the media types of its internal list, protobuf included (crds-and-apply.md §3.1).
-const CUSTOM_NOT_ACCEPTABLE: &str =
-    "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf";
+const CUSTOM_NOT_ACCEPTABLE: &str = "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf";
 
 /// What a client that prefers protobuf sends for a custom resource: JSON as the fallback.
 pub(crate) const PROTOBUF_OR_JSON: &str = "application/vnd.kubernetes.protobuf, application/json";

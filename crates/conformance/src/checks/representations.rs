@@ -230,7 +230,9 @@ pub async fn table_watch(target: &Target) -> Result<(), CheckFailure> {
     let mut events = Vec::new();
     for (i, object) in [&a, &a2, &b].into_iter().enumerate() {
         let event = watch.next_event(EVENT_TIMEOUT).await?;
-        if let Some(problem) = table_problem(target.resource, &event.object, "meta.k8s.io/v1", i == 0, &[object], Include::Metadata) {
+        if let Some(problem) =
+            table_problem(target.resource, &event.object, "meta.k8s.io/v1", i == 0, &[object], Include::Metadata)
+        {
             return Err(watch.failure(&format!("event {i} ({}): {problem}", event.kind)));
         }
         // The row's PartialObjectMetadata names the object and its resourceVersion.
@@ -364,11 +366,18 @@ mod tests {
         let table = |columns: Value, rows: Value| json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {}, "columnDefinitions": columns, "rows": rows});
         let good = table(columns.clone(), json!([row(partial.clone())]));
         assert_eq!(table_problem(Resource::ConfigMaps, &good, "meta.k8s.io/v1", true, &[&a], Include::Metadata), None);
-        assert!(table_problem(Resource::ConfigMaps, &good, "meta.k8s.io/v1beta1", true, &[&a], Include::Metadata).is_some());
+        assert!(
+            table_problem(Resource::ConfigMaps, &good, "meta.k8s.io/v1beta1", true, &[&a], Include::Metadata).is_some()
+        );
         // A later watch event must not repeat the columns; null or absent is right.
-        assert!(table_problem(Resource::ConfigMaps, &good, "meta.k8s.io/v1", false, &[&a], Include::Metadata).is_some());
+        assert!(
+            table_problem(Resource::ConfigMaps, &good, "meta.k8s.io/v1", false, &[&a], Include::Metadata).is_some()
+        );
         let headless = table(Value::Null, json!([row(partial.clone())]));
-        assert_eq!(table_problem(Resource::ConfigMaps, &headless, "meta.k8s.io/v1", false, &[&a], Include::Metadata), None);
+        assert_eq!(
+            table_problem(Resource::ConfigMaps, &headless, "meta.k8s.io/v1", false, &[&a], Include::Metadata),
+            None
+        );
         // includeObject=None: no object (absent or null); Object: the ConfigMap.
         let none = table(columns.clone(), json!([{"cells": ["a", 2, "3s"]}]));
         assert_eq!(table_problem(Resource::ConfigMaps, &none, "meta.k8s.io/v1", true, &[&a], Include::None), None);
@@ -378,19 +387,52 @@ mod tests {
         assert!(table_problem(Resource::ConfigMaps, &full, "meta.k8s.io/v1", true, &[&a], Include::Metadata).is_some());
         // Wrong count, wrong column names, a row object with data.
         let miscounted = table(columns.clone(), json!([{"cells": ["a", 3, "3s"], "object": partial}]));
-        assert!(table_problem(Resource::ConfigMaps, &miscounted, "meta.k8s.io/v1", true, &[&a], Include::Metadata).is_some());
+        assert!(
+            table_problem(Resource::ConfigMaps, &miscounted, "meta.k8s.io/v1", true, &[&a], Include::Metadata)
+                .is_some()
+        );
         let renamed = table(json!([{"name": "NAME", "type": "string"}]), json!([row(partial.clone())]));
-        assert!(table_problem(Resource::ConfigMaps, &renamed, "meta.k8s.io/v1", true, &[&a], Include::Metadata).is_some());
+        assert!(
+            table_problem(Resource::ConfigMaps, &renamed, "meta.k8s.io/v1", true, &[&a], Include::Metadata).is_some()
+        );
         // A custom resource's row: Name, the printer column (null when its path finds nothing), Age.
-        let blob = |data: Value| {
-            json!({"kind": "ConformanceBlob", "apiVersion": "conformance.listwatch.dev/v1", "metadata": a["metadata"], "data": data})
-        };
+        let blob = |data: Value| json!({"kind": "ConformanceBlob", "apiVersion": "conformance.listwatch.dev/v1", "metadata": a["metadata"], "data": data});
         let custom_columns = json!([{"name": "Name", "type": "string"}, {"name": "Value", "type": "string"}, {"name": "Age", "type": "date"}]);
         let with_value = table(custom_columns.clone(), json!([{"cells": ["a", "7", "3s"], "object": partial}]));
-        assert_eq!(table_problem(Resource::Custom, &with_value, "meta.k8s.io/v1", true, &[&blob(json!({"value": "7"}))], Include::Metadata), None);
+        assert_eq!(
+            table_problem(
+                Resource::Custom,
+                &with_value,
+                "meta.k8s.io/v1",
+                true,
+                &[&blob(json!({"value": "7"}))],
+                Include::Metadata
+            ),
+            None
+        );
         let without_value = table(custom_columns, json!([{"cells": ["a", null, "3s"], "object": partial}]));
-        assert_eq!(table_problem(Resource::Custom, &without_value, "meta.k8s.io/v1", true, &[&blob(json!({"x": "1"}))], Include::Metadata), None);
-        assert!(table_problem(Resource::Custom, &good, "meta.k8s.io/v1", true, &[&blob(json!({"x": "1"}))], Include::Metadata).is_some());
+        assert_eq!(
+            table_problem(
+                Resource::Custom,
+                &without_value,
+                "meta.k8s.io/v1",
+                true,
+                &[&blob(json!({"x": "1"}))],
+                Include::Metadata
+            ),
+            None
+        );
+        assert!(
+            table_problem(
+                Resource::Custom,
+                &good,
+                "meta.k8s.io/v1",
+                true,
+                &[&blob(json!({"x": "1"}))],
+                Include::Metadata
+            )
+            .is_some()
+        );
         let mut fat = partial.clone();
         fat["data"] = json!({"x": "1"});
         assert!(partial_problem(&fat, "meta.k8s.io/v1", &a).is_some());

@@ -211,11 +211,8 @@ pub async fn legacy_object_path(target: &Target) -> Result<(), CheckFailure> {
         start,
     )?;
 
-    let mismatched = format!(
-        "{legacy}/{}?fieldSelector={}",
-        fx.name("a"),
-        encode(&format!("metadata.name={}", fx.name("b")))
-    );
+    let mismatched =
+        format!("{legacy}/{}?fieldSelector={}", fx.name("a"), encode(&format!("metadata.name={}", fx.name("b"))));
     let response = target.get(&mismatched).await?;
     let status = crate::http::Status::from_json(&response.expect(400)?);
     if !status.message.contains("fieldSelector metadata.name doesn't match requested name") {

@@ -42,7 +42,9 @@ pub fn rebuild(acks: &[Ack], resource: Resource, namespace: &str, clients: &[Cli
     let mut rebuilt = Rebuilt::default();
     for (i, ack) in acks.iter().enumerate() {
         let event = match ack {
-            Ack::Put { created, object } => history_event(object, resource, namespace, rv(object), Change::Put, *created),
+            Ack::Put { created, object } => {
+                history_event(object, resource, namespace, rv(object), Change::Put, *created)
+            }
             Ack::Delete { deleted } => {
                 let before = put_revisions[..i].iter().rev().find_map(|r| *r).unwrap_or(0);
                 let after = put_revisions[i + 1..].iter().find_map(|r| *r).unwrap_or(i64::MAX);
