@@ -8,7 +8,10 @@
 //! [`install`] creates it, or finds it from an earlier run (it is shared by every run against
 //! the server, so runs leave it in place unless `--delete-crd` asks [`delete`] to remove it),
 //! and waits until it is Established and its collection answers, as `kubectl wait
-//! --for condition=established` and a first LIST would.
+//! --for condition=established` and a first LIST would. Then it creates and deletes one probe
+//! object: kube-apiserver holds a custom resource's create back 2 s when it comes in the 2 s
+//! after the CRD became Established, which would otherwise land in the first checks' timing
+//! (a create that returns has waited that window out).
 
 use std::time::{Duration, Instant};
 
@@ -98,7 +101,22 @@ pub async fn install(target: &Target) -> Result<(), CheckFailure> {
             _ => return Err(CheckFailure::failed_with("creating the CustomResourceDefinition", response.describe())),
         }
     }
-    wait_until_served(target, deadline).await
+    wait_until_served(target, deadline).await?;
+    probe_create(target).await
+}
+
+/// Creates and deletes one object of the resource in the run's namespace (see the module doc).
+async fn probe_create(target: &Target) -> Result<(), CheckFailure> {
+    let resource = Resource::Custom;
+    let name = "listwatch-conformance-probe";
+    let body = resource.object(name, Some(&target.namespace), serde_json::Map::new(), json!({}));
+    let collection = resource.collection(&target.namespace);
+    target.send(Method::POST, &collection, Some(&body)).await?.expect(201)?;
+    let deleted = target.send(Method::DELETE, &format!("{collection}/{name}"), None).await?;
+    if !matches!(deleted.status, 200 | 202) {
+        return Err(CheckFailure::failed_with(format!("deleting the probe {name}"), deleted.describe()));
+    }
+    Ok(())
 }
 
 /// Waits for `Established=True`, then for the collection to answer a LIST (not a 404).
