@@ -25,14 +25,21 @@
 //!
 //! Every check works on objects of one resource ([`Resource`]) in the run's namespace, with
 //! names of its own and a label (`listwatch-conformance/check=<check name>`) that its watches
-//! select on, so checks are independent and run concurrently. The resource is ConfigMaps, or
-//! with `--resource custom` ([`Target::with_resource`]) `conformanceblobs.conformance.listwatch.dev`,
-//! a ConfigMap-shaped custom resource whose CRD the run installs first (or finds) and leaves in
-//! place (`--delete-crd` deletes it after the run): custom resources must go through the same
-//! LIST/WATCH paths as built-ins. The checks that cannot hold for a custom resource as
-//! kube-apiserver serves one assert kube's answer instead or are Skipped, saying why (see
-//! `checks/protobuf.rs`: CRs have no protobuf, so a protobuf-only `Accept` gets 406). The few that disturb the whole server (compaction, a watch
-//! cache reset) are marked [`Check::exclusive`] and run alone, after the others.
+//! select on, so checks are independent and run concurrently. The few that disturb the whole
+//! server (compaction, a watch cache reset) are marked [`Check::exclusive`] and run alone,
+//! after the others.
+//!
+//! The resource is ConfigMaps, or with `--resource custom` ([`Target::with_resource`])
+//! `conformanceblobs.conformance.listwatch.dev`, a ConfigMap-shaped custom resource whose CRD
+//! the run installs first (or finds) and leaves in place (`--delete-crd` deletes it after the
+//! run; see `crd.rs`): custom resources must go through the same LIST/WATCH paths as built-ins.
+//! Where kube-apiserver serves a custom resource differently, the checks assert kube's answer
+//! for it: `table-list-get` and `table-watch` expect the CRD's printer columns,
+//! `update-stale-resource-version` the group resource in the 409, `list-pagination` items that
+//! carry their own `kind` and `apiVersion`; CRs have no protobuf, so `protobuf-get-list`,
+//! `protobuf-watch-frames` and `websocket-protobuf-messages` expect 406 for a protobuf-only
+//! `Accept` (and JSON with a JSON fallback), and `protobuf-create-body` and
+//! `protobuf-json-round-trip` are Skipped, saying why (see `checks/protobuf.rs`).
 //!
 //! From the command line:
 //!
