@@ -64,7 +64,11 @@ pub async fn create(
                 let why = format!("pod {name} is already assigned to node {}", go_quote(assigned));
                 return Err(ApiError::conflict(&binding_gr, name, &why));
             }
-            if pod.get("spec").and_then(|s| s.get("schedulingGates")).and_then(Value::as_array).is_some_and(|g| !g.is_empty())
+            if pod
+                .get("spec")
+                .and_then(|s| s.get("schedulingGates"))
+                .and_then(Value::as_array)
+                .is_some_and(|g| !g.is_empty())
             {
                 let why = format!("pod {name} has non-empty .spec.schedulingGates");
                 return Err(ApiError::conflict(&binding_gr, name, &why));
