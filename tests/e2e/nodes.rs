@@ -5,11 +5,10 @@
 //! toleration runs out. The binding subresource answers as kube-apiserver's.
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::controllers::{eventually, items};
 use crate::on_both_backends;
 use crate::support::{Backend, Kubectl, Server, assert_status};
 
@@ -22,26 +21,6 @@ on_both_backends!(
 );
 
 const PODS: &str = "/api/v1/namespaces/default/pods";
-/// How long anything a controller does may take here.
-const SETTLE: Duration = Duration::from_secs(40);
-
-/// Waits until `check` returns `Some`, asking again every 200 ms; panics with `what` after
-/// [`SETTLE`].
-async fn eventually<T, F: Future<Output = Option<T>>>(what: &str, mut check: impl FnMut() -> F) -> T {
-    let deadline = tokio::time::Instant::now() + SETTLE;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "not within {SETTLE:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-fn items(list: &Value) -> Vec<Value> {
-    list["items"].as_array().cloned().unwrap_or_default()
-}
-
 /// A server with three fake nodes and every controller; `extra` adds flags.
 async fn with_nodes(name: &str, backend: Backend, extra: &[&str]) -> Server {
     let mut args = vec!["--controllers=all", "--pod-start-delay=100ms", "--nodes=3"];
