@@ -71,9 +71,14 @@ async fn work(name: &'static str, queue: Queue, sync: SyncFn) {
 }
 
 /// Indexes `pods` by `spec.nodeName` (once, whichever controller asks first), as the
-/// scheduler and the node lifecycle controller look pods up by node.
+/// scheduler and the node lifecycle controller look pods up by node. Finished pods
+/// (Succeeded, Failed) hold no place on their node and are left out, as kube-scheduler's
+/// informer leaves them out, so a bucket's size is what the node holds.
 pub fn index_pods_by_node(pods: &SharedInformer<DynamicObject>) {
     let by_node: IndexFn<DynamicObject> = Arc::new(|pod: &DynamicObject| {
+        if matches!(pod.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed")) {
+            return Vec::new();
+        }
         pod.pointer("/spec/nodeName")
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())

@@ -171,13 +171,7 @@ impl Scheduler {
 
     /// Pods on `node` that still hold a place there, the assumed ones included.
     fn pods_on(&self, node: &str, assumed: &HashMap<String, String>) -> usize {
-        let bound = self
-            .pods
-            .by_index(NODE_INDEX, node)
-            .unwrap_or_default()
-            .iter()
-            .filter(|p| !matches!(phase(p), "Succeeded" | "Failed"))
-            .count();
+        let bound = self.pods.index_len(NODE_INDEX, node).unwrap_or(0);
         let pending = assumed
             .iter()
             .filter(|(key, n)| n.as_str() == node && self.pods.get(key).is_some_and(|p| node_name(&p).is_none()))
