@@ -90,13 +90,7 @@ fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
             .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?,
         _ => return Err(ApiError::unsupported_media_type()),
     };
-    if let Some(syntax) = listwatch_meta::go_json::syntax_error(&json) {
-        let error = format!("couldn't get version/kind; json parse error: {syntax}");
-        return Err(body_in::unrecognized("Binding", &error, &json));
-    }
-    let binding: Value = body_in::from_json(&json).map_err(|e| {
-        body_in::unrecognized("Binding", &format!("couldn't get version/kind; json parse error: {e}"), &json)
-    })?;
+    let binding = body_in::json_of_kind("Binding", &json)?;
     if !binding.is_object() {
         return Err(body_in::unrecognized("Binding", "couldn't get version/kind; json parse error", &json));
     }
