@@ -28,7 +28,7 @@ async fn start(name: &str, backend: Backend) -> Server {
 
 /// Waits until `check` returns `Some`, asking again every 100 ms; panics with `what` after
 /// [`SETTLE`].
-async fn eventually<T, F: Future<Output = Option<T>>>(what: &str, mut check: impl FnMut() -> F) -> T {
+pub(crate) async fn eventually<T, F: Future<Output = Option<T>>>(what: &str, mut check: impl FnMut() -> F) -> T {
     let deadline = tokio::time::Instant::now() + SETTLE;
     loop {
         if let Some(value) = check().await {
@@ -39,7 +39,7 @@ async fn eventually<T, F: Future<Output = Option<T>>>(what: &str, mut check: imp
     }
 }
 
-fn items(list: &Value) -> Vec<Value> {
+pub(crate) fn items(list: &Value) -> Vec<Value> {
     list["items"].as_array().cloned().unwrap_or_default()
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use listwatch_client::{
-    ApiResource, DynamicObject, IndexConflict, LabelSelector, Object, SharedInformer, SharedInformerFactory,
+    ApiResource, DynamicObject, IndexConflict, IndexFn, LabelSelector, Object, SharedInformer, SharedInformerFactory,
     object_key, rfc3339,
 };
 use listwatch_workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
@@ -69,6 +69,26 @@ async fn work(name: &'static str, queue: Queue, sync: SyncFn) {
         }
         queue.done(&key);
     }
+}
+
+/// Indexes `pods` by `spec.nodeName` (once, whichever controller asks first), as the
+/// scheduler and the node lifecycle controller look pods up by node. Finished pods
+/// (Succeeded, Failed) hold no place on their node and are left out, as kube-scheduler's
+/// informer leaves them out, so a bucket's size is what the node holds.
+pub fn index_pods_by_node(pods: &SharedInformer<DynamicObject>) {
+    let by_node: IndexFn<DynamicObject> = Arc::new(|pod: &DynamicObject| {
+        if matches!(pod.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed")) {
+            return Vec::new();
+        }
+        pod.pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+            .into_iter()
+            .collect()
+    });
+    // A conflict is the index another controller added already.
+    let _ = pods.add_indexer(crate::scheduler::NODE_INDEX, by_node);
 }
 
 /// apps/v1 ReplicaSets.
@@ -220,6 +240,29 @@ pub fn ready_since(pod: &DynamicObject) -> Option<&str> {
         return None;
     }
     Some(ready.get("lastTransitionTime").and_then(Value::as_str).unwrap_or(""))
+}
+
+/// The condition of `type_` in `status.conditions`, if there is one.
+pub fn condition<'a>(object: &'a DynamicObject, type_: &str) -> Option<&'a Value> {
+    object
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
+}
+
+/// The status (`True`, `False`, `Unknown`) of the condition of `type_`, if there is one.
+pub fn condition_status<'a>(object: &'a DynamicObject, type_: &str) -> Option<&'a str> {
+    condition(object, type_)?.get("status")?.as_str()
+}
+
+/// The current time as kube writes a `MicroTime` (RFC 3339, UTC, microseconds), as Leases
+/// carry it.
+pub fn now_micro() -> String {
+    let now = std::time::SystemTime::now();
+    let micros = now.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_micros());
+    let seconds = rfc3339::format(now);
+    format!("{}.{micros:06}Z", seconds.trim_end_matches('Z'))
 }
 
 /// The current time as kube writes it (RFC 3339, UTC, seconds).

@@ -13,7 +13,14 @@
 //!   status` reads;
 //! * [`pods`]: the kubelet's part, which listwatch has no kubelets for: a pod that is not
 //!   running becomes Running and Ready (IP, start time, container statuses, conditions) after a
-//!   short delay.
+//!   short delay; once nodes exist, only a pod bound to one;
+//! * [`nodes`]: fake nodes, kwok-like (`--nodes N`): registered as kubelets register, kept
+//!   alive by Lease renewals and status heartbeats, stopped by an annotation;
+//! * [`scheduler`]: binds pending pods to the fitting node with the fewest pods, through the
+//!   `pods/binding` subresource, or marks them Unschedulable with kube's message;
+//! * [`node_lifecycle`]: a node whose Lease goes unrenewed becomes Ready=Unknown and tainted
+//!   unreachable, and its pods are evicted once their toleration runs out ([`taints`] matches
+//!   tolerations for both).
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -24,8 +31,12 @@ use listwatch_client::{Client, SharedInformerFactory};
 
 mod common;
 pub mod deployment;
+pub mod node_lifecycle;
+pub mod nodes;
 pub mod pods;
 pub mod replicaset;
+pub mod scheduler;
+pub mod taints;
 
 /// One controller `--controllers` can name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -36,11 +47,24 @@ pub enum Controller {
     ReplicaSet,
     /// [`pods`].
     PodLifecycle,
+    /// [`nodes`].
+    Nodes,
+    /// [`scheduler`].
+    Scheduler,
+    /// [`node_lifecycle`].
+    NodeLifecycle,
 }
 
 impl Controller {
     /// Every controller, in the order `--controllers` lists them.
-    pub const ALL: [Controller; 3] = [Controller::Deployment, Controller::ReplicaSet, Controller::PodLifecycle];
+    pub const ALL: [Controller; 6] = [
+        Controller::Deployment,
+        Controller::ReplicaSet,
+        Controller::PodLifecycle,
+        Controller::Nodes,
+        Controller::Scheduler,
+        Controller::NodeLifecycle,
+    ];
 
     /// The name `--controllers` takes.
     pub fn name(self) -> &'static str {
@@ -48,6 +72,9 @@ impl Controller {
             Controller::Deployment => "deployment",
             Controller::ReplicaSet => "replicaset",
             Controller::PodLifecycle => "pod-lifecycle",
+            Controller::Nodes => "nodes",
+            Controller::Scheduler => "scheduler",
+            Controller::NodeLifecycle => "node-lifecycle",
         }
     }
 }
@@ -129,11 +156,20 @@ pub struct Options {
     pub workers: usize,
     /// How long a new pod stays Pending before the stand-in kubelet starts it.
     pub pod_start_delay: Duration,
+    /// Fake nodes to register and keep alive (`node-0` ..), with the `nodes` controller.
+    pub nodes: usize,
+    /// The node lifecycle controller's periods and default toleration.
+    pub node_lifecycle: node_lifecycle::LifecycleOptions,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { workers: 5, pod_start_delay: Duration::from_millis(500) }
+        Options {
+            workers: 5,
+            pod_start_delay: Duration::from_millis(500),
+            nodes: 0,
+            node_lifecycle: node_lifecycle::LifecycleOptions::default(),
+        }
     }
 }
 
@@ -170,9 +206,26 @@ pub fn start(client: Client, selection: &Selection, options: &Options) -> anyhow
         starts.push(deployment::DeploymentController::register(client.clone(), &factory)?);
     }
     if selection.contains(Controller::PodLifecycle) {
-        starts.push(pods::PodLifecycle::register(client, &factory, options.pod_start_delay)?);
+        starts.push(pods::PodLifecycle::register(client.clone(), &factory, options.pod_start_delay)?);
     }
+    if selection.contains(Controller::Scheduler) {
+        starts.push(scheduler::Scheduler::register(client.clone(), &factory)?);
+    }
+    if selection.contains(Controller::NodeLifecycle) {
+        starts.push(node_lifecycle::NodeLifecycle::register(client.clone(), &factory, options.node_lifecycle.clone())?);
+    }
+    let fake_nodes = (selection.contains(Controller::Nodes) && options.nodes > 0)
+        .then(|| nodes::FakeNodes::register(client, &factory, options.nodes, options.node_lifecycle.grace_period));
     factory.start();
+    if let Some(fake_nodes) = fake_nodes {
+        let factory = factory.clone();
+        running.tasks.push(tokio::spawn(async move {
+            while !factory.wait_for_cache_sync(Duration::from_secs(60)).await {
+                tracing::warn!(controller = "nodes", "caches not synced after 60 s; still waiting");
+            }
+            fake_nodes.run().await;
+        }));
+    }
     for workers in starts {
         running.queues.push(workers.queue.clone());
         let factory = factory.clone();

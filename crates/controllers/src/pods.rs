@@ -3,8 +3,9 @@
 //! what `kubectl get pods -o wide` and `kubectl describe pod` show of a real one — phase, pod
 //! IP, start time, per-container running states, the five pod conditions, the QoS class.
 //!
-//! Pods are not bound to nodes (listwatch serves no nodes of its own and no `binding`
-//! subresource yet), so their NODE stays `<none>`. Deleting a pod is the server's graceful
+//! Once any node exists, only a pod bound to one (the scheduler's work) is started; with no
+//! nodes at all (`--nodes 0`) pods start unbound and their NODE stays `<none>`. Deleting a
+//! pod is the server's graceful
 //! deletion's business (crates/apiserver/src/controllers/graceful.rs); an unscheduled pod is
 //! removed at once, as kube-apiserver does.
 
@@ -14,7 +15,7 @@ use std::time::Duration;
 
 use futures::FutureExt as _;
 use listwatch_client::{
-    Api, ApiResource, Client, DynamicObject, HandlerFns, Lister, Object as _, Patch, SharedInformerFactory,
+    Api, ApiResource, Client, DynamicObject, HandlerFns, Lister, Object as _, Patch, SharedInformerFactory, Store,
 };
 use serde_json::{Value, json};
 
@@ -24,6 +25,7 @@ use crate::common::{self, Workers};
 pub struct PodLifecycle {
     client: Client,
     pods: Lister<DynamicObject>,
+    nodes: Store<DynamicObject>,
     /// The last pod IP given out, as an offset into 10.244.0.0/16.
     next_ip: AtomicU32,
 }
@@ -52,7 +54,8 @@ impl PodLifecycle {
                     }
                 }),
         )?;
-        let lifecycle = Arc::new(PodLifecycle { client, pods: pods.lister(), next_ip: AtomicU32::new(0) });
+        let nodes = factory.dynamic(&ApiResource::nodes()).store();
+        let lifecycle = Arc::new(PodLifecycle { client, pods: pods.lister(), nodes, next_ip: AtomicU32::new(0) });
         let sync = Arc::new(move |key: String| {
             let lifecycle = lifecycle.clone();
             async move { lifecycle.start(&key).await.map(|()| None) }.boxed()
@@ -64,6 +67,11 @@ impl PodLifecycle {
     async fn start(&self, key: &str) -> anyhow::Result<()> {
         let Some(pod) = self.pods.get(key) else { return Ok(()) };
         if !needs_start(&pod) {
+            return Ok(());
+        }
+        // A kubelet runs only the pods bound to its node; the binding's update queues it again.
+        let unbound = pod.pointer("/spec/nodeName").and_then(Value::as_str).is_none_or(str::is_empty);
+        if unbound && !self.nodes.is_empty() {
             return Ok(());
         }
         let n = self.next_ip.fetch_add(1, Ordering::Relaxed);
