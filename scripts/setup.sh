@@ -28,3 +28,12 @@ listwatch_apt_install() {
 if ! command -v protoc >/dev/null 2>&1 || [ ! -f /usr/include/google/protobuf/descriptor.proto ]; then
     listwatch_apt_install protobuf-compiler libprotobuf-dev
 fi
+
+# The build cache outlives clones, and cargo's incremental state only grows (a full build of the
+# workspace leaves several GiB of it). When the disk under the cache runs low, drop that state
+# before building rather than fail half-way with "No space left on device"; it is only a speed-up.
+listwatch_free_kib=$(df -Pk "$LISTWATCH_CACHE" 2>/dev/null | awk 'NR == 2 { print $4 }')
+if [ -n "$listwatch_free_kib" ] && [ "$listwatch_free_kib" -lt $((12 * 1024 * 1024)) ]; then
+    echo "setup.sh: less than 12 GiB free under $LISTWATCH_CACHE; removing cargo's incremental state" >&2
+    rm -rf "$CARGO_TARGET_DIR"/debug/incremental "$CARGO_TARGET_DIR"/release/incremental
+fi

@@ -6,6 +6,9 @@
 #
 #   scripts/workloads-scale.sh [DEPLOYMENTS] [REPLICAS]      # default 100 x 10
 #
+# LISTWATCH_SERVE_ARGS adds flags to `serve` (e.g. "--nodes 1000": the pods are then scheduled
+# onto fake nodes, which are registered before the Deployments are created).
+#
 # Needs `cargo build --release` first (target/release/listwatch, or $LISTWATCH_BIN) and kubectl.
 set -euo pipefail
 deployments=${1:-100}
@@ -13,9 +16,13 @@ replicas=${2:-10}
 bin=${LISTWATCH_BIN:-${CARGO_TARGET_DIR:-target}/release/listwatch}
 dir=$(mktemp -d)
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$dir"' EXIT
-"$bin" serve --ephemeral --addr 127.0.0.1:0 --kubeconfig "$dir/kubeconfig" >"$dir/log" 2>&1 &
+# shellcheck disable=SC2086 # the extra flags are split on purpose
+"$bin" serve --ephemeral --addr 127.0.0.1:0 --kubeconfig "$dir/kubeconfig" ${LISTWATCH_SERVE_ARGS:-} >"$dir/log" 2>&1 &
 server=$!
 for _ in $(seq 100); do [ -s "$dir/kubeconfig" ] && grep -q "serving on" "$dir/log" && break; sleep 0.1; done
+case "${LISTWATCH_SERVE_ARGS:-}" in
+  *--nodes*) until grep -q "fake nodes registered" "$dir/log"; do sleep 0.2; done ;;
+esac
 k() { kubectl --kubeconfig "$dir/kubeconfig" "$@"; }
 usage() {
   local ticks rss

@@ -136,7 +136,8 @@ pub struct ServeArgs {
     break_watch: WatchBreaker,
     /// Controllers to run in-process against this server, as kube-controller-manager does:
     /// `all`, `none` (a bare API server), or some of deployment, replicaset, pod-lifecycle
-    /// (the stand-in kubelet that makes pods Running and Ready).
+    /// (the stand-in kubelet that makes pods Running and Ready), nodes (the fake nodes of
+    /// --nodes), scheduler, node-lifecycle.
     #[arg(long, default_value = "all")]
     controllers: listwatch_controllers::Selection,
     /// How long a new pod stays Pending before the stand-in kubelet reports it Running: the
@@ -151,6 +152,22 @@ pub struct ServeArgs {
     /// Seed of the stages' jitter and choices, to repeat a run [default: from the clock].
     #[arg(long)]
     stage_seed: Option<u64>,
+    /// Fake nodes to register (node-0 .. node-N-1) and keep alive with Lease renewals and
+    /// status heartbeats, as kwok's; pods then run only once the scheduler binds them. A node
+    /// annotated listwatch.dev/heartbeats=stopped stops renewing, as if it went away.
+    #[arg(long, default_value_t = 0)]
+    nodes: usize,
+    /// How long a node's Lease may go unrenewed before the node lifecycle controller marks it
+    /// Ready=Unknown and taints it unreachable (kube-controller-manager's flag).
+    #[arg(long, default_value = "40s", value_parser = humantime::parse_duration)]
+    node_monitor_grace_period: Duration,
+    /// How often the node lifecycle controller checks each node (kube-controller-manager's flag).
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    node_monitor_period: Duration,
+    /// How long a pod with no toleration of its node's unreachable or not-ready taint stays
+    /// before it is evicted (kube's DefaultTolerationSeconds, 300).
+    #[arg(long, default_value_t = 300)]
+    default_unreachable_toleration_seconds: u64,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -413,6 +430,12 @@ fn start_controllers(
         pod_start_delay: args.pod_start_delay,
         stages,
         stage_seed: args.stage_seed,
+        nodes: args.nodes,
+        node_lifecycle: listwatch_controllers::node_lifecycle::LifecycleOptions {
+            monitor_period: args.node_monitor_period,
+            grace_period: args.node_monitor_grace_period,
+            default_toleration: Duration::from_secs(args.default_unreachable_toleration_seconds),
+        },
         ..Default::default()
     };
     let running = listwatch_controllers::start(client, &args.controllers, &options)?;

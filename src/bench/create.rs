@@ -1,6 +1,6 @@
-//! `listwatch bench create`: creates N pods in one namespace as fast as C connections allow;
-//! reports creates/s and the latency of each create. [`create_pods`] is also the first half of
-//! `bench list`.
+//! `listwatch bench create`: creates N pods (or widgets, a custom resource: `--kind widgets`)
+//! in one namespace as fast as C connections allow; reports creates/s and the latency of each
+//! create. [`create_objects`] is also the first half of `bench list`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -14,19 +14,22 @@ use serde::Serialize;
 
 use super::ServerArgs;
 use super::http::HttpConnection;
-use super::objects;
+use super::objects::{self, BenchKind};
 use super::report::{self, LatencySummary};
 use super::server::{ProcessUsage, ServerUnderTest, cpu_between, machine_busy_seconds, other_cpu_seconds};
 
 #[derive(Args, Debug)]
 pub struct CreateArgs {
-    /// How many pods to create.
+    /// What to create: pods, or widgets (a custom resource whose CRD the bench creates).
+    #[arg(long, value_enum, default_value = "pods")]
+    kind: objects::KindArg,
+    /// How many objects to create.
     #[arg(long, default_value_t = 10_000)]
     objects: u64,
     /// Concurrent connections (each sends its next create when the previous one is answered).
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
-    /// Approximate size of each stored pod, in bytes (padded with an annotation).
+    /// Approximate size of each stored object, in bytes (padded).
     #[arg(long, default_value_t = 1024)]
     object_size: usize,
     /// Namespace to create them in.
@@ -55,24 +58,27 @@ pub struct CreateOutcome {
     pub first_error: Option<String>,
 }
 
-/// Creates `count` pods named `<prefix>-<i>` with `concurrency` connections, showing progress.
-pub async fn create_pods(
+/// Creates `count` objects of `kind` named `<prefix>-<i>` with `concurrency` connections,
+/// showing progress; returns what they are (their paths) and how the creates went.
+pub async fn create_objects(
     addr: SocketAddr,
+    kind: objects::KindArg,
     namespace: &str,
     prefix: &str,
     count: u64,
     concurrency: usize,
     object_size: usize,
-) -> anyhow::Result<CreateOutcome> {
+) -> anyhow::Result<(BenchKind, CreateOutcome)> {
     let mut probe = HttpConnection::connect(addr).await?;
-    // The pods' owner first: pods naming a missing owner would be garbage collected.
-    let kind = objects::pod_owner(&mut probe, namespace).await?;
+    // The pods' owner (pods naming a missing owner would be garbage collected) or the CRD first.
+    let kind = objects::prepare(&mut probe, kind, namespace).await?;
+    let plural = kind.plural();
     let padding_bytes =
         objects::calibrate_padding(&mut probe, &kind, namespace, &format!("{prefix}-probe"), object_size).await?;
     let padding: Arc<str> = objects::padding(padding_bytes).into();
     let next = Arc::new(AtomicU64::new(0));
     let created = Arc::new(AtomicU64::new(0));
-    let bar = report::progress_bar(count, "pods");
+    let bar = report::progress_bar(count, plural);
     let started = Instant::now();
     let mut workers = Vec::new();
     for _ in 0..concurrency.max(1) {
@@ -127,7 +133,7 @@ pub async fn create_pods(
     let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
     let created = created.load(Ordering::Relaxed);
-    Ok(CreateOutcome {
+    let outcome = CreateOutcome {
         requested: count,
         created,
         failed,
@@ -137,7 +143,8 @@ pub async fn create_pods(
         creates_per_second: created as f64 / seconds,
         latency: LatencySummary::of(&histogram),
         first_error,
-    })
+    };
+    Ok((kind, outcome))
 }
 
 #[derive(Serialize)]
@@ -159,8 +166,16 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<()> {
     let (server_before, self_before, machine_before) =
         (server.usage(), ProcessUsage::of_self(), machine_busy_seconds());
     let prefix = format!("bench-{}", objects::run_tag());
-    let outcome =
-        create_pods(server.addr, &args.namespace, &prefix, args.objects, args.concurrency, args.object_size).await?;
+    let (kind, outcome) = create_objects(
+        server.addr,
+        args.kind,
+        &args.namespace,
+        &prefix,
+        args.objects,
+        args.concurrency,
+        args.object_size,
+    )
+    .await?;
     let (server_after, self_after, machine_after) = (server.usage(), ProcessUsage::of_self(), machine_busy_seconds());
     let server_cpu_seconds = cpu_between(server_before, server_after);
     let bench_cpu_seconds = cpu_between(self_before, self_after);
@@ -177,9 +192,10 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<()> {
     };
     let c = &result.create;
     println!(
-        "created {}/{} pods (~{} B each) with {} connections in {:.2} s: {:.0} creates/s; latency {}",
+        "created {}/{} {} (~{} B each) with {} connections in {:.2} s: {:.0} creates/s; latency {}",
         c.created,
         c.requested,
+        kind.plural(),
         args.object_size,
         c.concurrency,
         c.seconds,

@@ -1,6 +1,6 @@
-//! `listwatch bench fanout`: N watchers of ConfigMaps and one writer; how many events per
-//! second the server delivers, how long after a write each watcher sees it, and whether every
-//! watcher saw every write.
+//! `listwatch bench fanout`: N watchers of ConfigMaps (or, with `--kind widgets`, of a custom
+//! resource) and one writer; how many events per second the server delivers, how long after a
+//! write each watcher sees it, and whether every watcher saw every write.
 //!
 //! 1. Setup: a probe ConfigMap calibrates the padding to `--object-size`; a `limit=1` LIST
 //!    gives the common starting resourceVersion.
@@ -56,7 +56,11 @@ pub struct FanoutArgs {
     /// How long to write, e.g. `20s`.
     #[arg(long, default_value = "20s", value_parser = super::parse_duration)]
     pub(super) duration: Duration,
-    /// Approximate size of each stored ConfigMap, in bytes (padding in `data.payload`).
+    /// What is written and watched: ConfigMaps, or widgets (a custom resource whose CRD the
+    /// bench creates) to compare the custom-resource path with the built-in one.
+    #[arg(long, value_enum, default_value = "configmaps")]
+    pub(super) kind: objects::KindArg,
+    /// Approximate size of each stored object, in bytes (padding in `data.payload`).
     #[arg(long, default_value_t = 1024)]
     pub(super) object_size: usize,
     /// Fully decode every event with serde_json instead of only finding its resourceVersion.
@@ -296,6 +300,7 @@ fn resolve(log: &WriteLog, unresolved: &mut Vec<(u64, u64)>, latency: &mut Histo
 /// What every writer shares.
 struct WritePlan {
     addr: SocketAddr,
+    kind: BenchKind,
     namespace: String,
     tag: String,
     padding: String,
@@ -321,12 +326,13 @@ struct WriterOutcome {
 /// Creates, then keeps updating, this writer's ConfigMaps until the end of the write phase.
 async fn writer(plan: Arc<WritePlan>, index: usize) -> anyhow::Result<WriterOutcome> {
     let mut connection = HttpConnection::connect(plan.addr).await?;
-    let kind = BenchKind::ConfigMap;
+    let kind = &plan.kind;
     let collection = kind.collection(&plan.namespace);
     let names: Vec<String> =
         (0..plan.objects_per_connection.max(1)).map(|j| format!("fanout-{}-{index}-{j}", plan.tag)).collect();
     let paths: Vec<String> = names.iter().map(|n| kind.object_path(&plan.namespace, n)).collect();
-    let mut exists = vec![false; names.len()];
+    // Per object: None until created, then the resourceVersion of the writer's last answer.
+    let mut versions: Vec<Option<u64>> = vec![None; names.len()];
     let mut outcome =
         WriterOutcome { latency: report::latency_histogram(), written: 0, failed: 0, unlogged: 0, first_error: None };
     let mut slot = 0;
@@ -346,25 +352,33 @@ async fn writer(plan: Arc<WritePlan>, index: usize) -> anyhow::Result<WriterOutc
                 }
             }
         }
-        let body = kind.json(&plan.namespace, &names[slot], ticket, &plan.padding);
-        let (method, path) = if exists[slot] { (Method::PUT, &paths[slot]) } else { (Method::POST, &collection) };
+        let (method, path, body) = match versions[slot] {
+            Some(replaces) => (
+                Method::PUT,
+                &paths[slot],
+                kind.update_json(&plan.namespace, &names[slot], ticket, &plan.padding, replaces),
+            ),
+            None => (Method::POST, &collection, kind.json(&plan.namespace, &names[slot], ticket, &plan.padding)),
+        };
         let sent = plan.log.now();
         let sent_instant = Instant::now();
         match connection.request(method, path, Some(body)).await {
             Ok((status, answer)) if status.is_success() => {
                 report::record(&mut outcome.latency, sent_instant.elapsed());
-                match resource_version_of(&answer) {
+                let written = resource_version_of(&answer);
+                match written {
                     Some(rv) if plan.log.record(rv, sent) => {}
                     _ => outcome.unlogged += 1,
                 }
-                exists[slot] = true;
+                versions[slot] = Some(written.unwrap_or(0));
                 outcome.written += 1;
                 plan.written.fetch_add(1, Ordering::Relaxed);
             }
             Ok((status, answer)) => {
                 outcome.failed += 1;
-                if status == StatusCode::CONFLICT && !exists[slot] {
-                    exists[slot] = true;
+                if status == StatusCode::CONFLICT && versions[slot].is_none() {
+                    // Created by an earlier run with this tag: replace whatever version it has.
+                    versions[slot] = Some(0);
                 }
                 outcome.first_error.get_or_insert_with(|| format!("{status}: {}", String::from_utf8_lossy(&answer)));
             }
@@ -381,6 +395,7 @@ async fn writer(plan: Arc<WritePlan>, index: usize) -> anyhow::Result<WriterOutc
 
 #[derive(Serialize)]
 pub(super) struct Parameters {
+    pub(super) kind: objects::KindArg,
     pub(super) watchers: usize,
     /// Namespaces the watchers are spread over (writes go to the first).
     pub(super) watcher_namespaces: usize,
@@ -497,11 +512,11 @@ pub(super) async fn measure(
     etcd_pid: Option<u32>,
 ) -> anyhow::Result<FanoutResult> {
     let tag = objects::run_tag();
-    let kind = BenchKind::ConfigMap;
-    let collection = kind.collection(&args.namespace);
 
-    // Setup: padding, then the common starting resourceVersion.
+    // Setup: the kind, the padding, then the common starting resourceVersion.
     let mut control = HttpConnection::connect(server.addr).await?;
+    let kind = objects::prepare(&mut control, args.kind, &args.namespace).await?;
+    let collection = kind.collection(&args.namespace);
     let probe = format!("fanout-{tag}-probe");
     let padding_bytes =
         objects::calibrate_padding(&mut control, &kind, &args.namespace, &probe, args.object_size).await?;
@@ -560,6 +575,7 @@ pub(super) async fn measure(
     let start = Instant::now();
     let write_plan = Arc::new(WritePlan {
         addr: server.addr,
+        kind: kind.clone(),
         namespace: args.namespace.clone(),
         tag: tag.clone(),
         padding: objects::padding(padding_bytes),
@@ -672,6 +688,7 @@ pub(super) async fn measure(
         server: server.url.clone(),
         backend: server.backend.clone(),
         parameters: Parameters {
+            kind: args.kind,
             watchers: args.watchers,
             watcher_namespaces: spread,
             writes_per_sec: args.writes_per_sec,

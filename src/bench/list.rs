@@ -1,5 +1,5 @@
-//! `listwatch bench list`: creates N pods (as `bench create` does), then times full LISTs of
-//! every pod in the three ways clients ask for them:
+//! `listwatch bench list`: creates N pods (or widgets, a custom resource: `--kind widgets`) as
+//! `bench create` does, then times full LISTs of all of them in the three ways clients ask:
 //!
 //! * `resourceVersion=0`: whatever the watch cache has (informers' first list);
 //! * `resourceVersion` unset: a consistent read (from the cache once it has storage's
@@ -13,7 +13,7 @@
 //!
 //! `--compare` puts the cache's LIST next to etcd's: the same pods read straight from etcd
 //! with one (linearizable) range read of the prefix the server stores them under
-//! (`<--etcd-prefix>/pods/`), as an uncached apiserver's LIST starts. For that the server runs
+//! (`<--etcd-prefix>/pods/`, or `.../bench.listwatch.dev/widgets/`), as an uncached apiserver's LIST starts. For that the server runs
 //! on etcd: `--etcd`, or else a private etcd started for the run. Both are timed `--repeat`
 //! times; p50 and p99 (nearest rank: with few repeats, p99 is the slowest) and the ratio are
 //! printed and kept in the result file. KEP-2340 measured 20-50× lower LIST latency from the
@@ -29,7 +29,7 @@ use http_body_util::BodyExt;
 use serde::Serialize;
 
 use super::ServerArgs;
-use super::create::{CreateOutcome, create_pods, print_usage};
+use super::create::{CreateOutcome, create_objects, print_usage};
 use super::decode::{StreamCounter, list_meta_string};
 use super::etcd_direct::PrivateEtcd;
 use super::http::{HttpConnection, encode_query_value};
@@ -39,10 +39,13 @@ use super::server::{ProcessUsage, ServerUnderTest, cpu_between, machine_busy_sec
 
 #[derive(Args, Debug)]
 pub struct ListArgs {
-    /// How many pods to create before listing.
+    /// What to create and list: pods, or widgets (a custom resource whose CRD the bench creates).
+    #[arg(long, value_enum, default_value = "pods")]
+    kind: objects::KindArg,
+    /// How many objects to create before listing.
     #[arg(long, default_value_t = 10_000)]
     objects: u64,
-    /// Approximate size of each stored pod, in bytes.
+    /// Approximate size of each stored object, in bytes.
     #[arg(long, default_value_t = 1024)]
     object_size: usize,
     /// Connections that create the pods.
@@ -85,11 +88,12 @@ impl ListKind {
         }
     }
 
-    fn first_path(self) -> String {
+    /// The first request's path, for `collection` (all namespaces).
+    fn first_path(self, collection: &str) -> String {
         match self {
-            ListKind::Cache => "/api/v1/pods?resourceVersion=0".into(),
-            ListKind::Consistent => "/api/v1/pods".into(),
-            ListKind::Paged { limit } => format!("/api/v1/pods?limit={limit}"),
+            ListKind::Cache => format!("{collection}?resourceVersion=0"),
+            ListKind::Consistent => collection.to_string(),
+            ListKind::Paged { limit } => format!("{collection}?limit={limit}"),
         }
     }
 }
@@ -119,6 +123,7 @@ struct ListResult {
     command: String,
     server: String,
     backend: String,
+    kind: objects::KindArg,
     objects: u64,
     object_size: usize,
     create: CreateOutcome,
@@ -234,10 +239,10 @@ async fn read_list(connection: &mut HttpConnection, path: &str) -> anyhow::Resul
     Ok((bytes, items.count, continue_token))
 }
 
-async fn timed_list(connection: &mut HttpConnection, kind: ListKind) -> anyhow::Result<ListRun> {
+async fn timed_list(connection: &mut HttpConnection, collection: &str, kind: ListKind) -> anyhow::Result<ListRun> {
     let started = Instant::now();
     let (mut bytes, mut items, mut pages) = (0, 0, 0);
-    let mut path = kind.first_path();
+    let mut path = kind.first_path(collection);
     loop {
         let (b, n, continue_token) = read_list(connection, &path).await?;
         bytes += b;
@@ -245,7 +250,7 @@ async fn timed_list(connection: &mut HttpConnection, kind: ListKind) -> anyhow::
         pages += 1;
         match (kind, continue_token) {
             (ListKind::Paged { limit }, Some(token)) => {
-                path = format!("/api/v1/pods?limit={limit}&continue={}", encode_query_value(&token));
+                path = format!("{collection}?limit={limit}&continue={}", encode_query_value(&token));
             }
             _ => break,
         }
@@ -265,13 +270,23 @@ pub async fn run(args: ListArgs) -> anyhow::Result<()> {
     }
     let server = ServerUnderTest::start(&server_args).await?;
     let prefix = format!("bench-{}", objects::run_tag());
-    eprintln!("bench: creating {} pods", args.objects);
-    let create =
-        create_pods(server.addr, &args.namespace, &prefix, args.objects, args.concurrency, args.object_size).await?;
+    eprintln!("bench: creating {} {:?}", args.objects, args.kind);
+    let (kind, create) = create_objects(
+        server.addr,
+        args.kind,
+        &args.namespace,
+        &prefix,
+        args.objects,
+        args.concurrency,
+        args.object_size,
+    )
+    .await?;
+    let collection = kind.all_namespaces();
     println!(
-        "created {}/{} pods in {:.2} s ({:.0}/s, latency {})",
+        "created {}/{} {} in {:.2} s ({:.0}/s, latency {})",
         create.created,
         create.requested,
+        kind.plural(),
         create.seconds,
         create.creates_per_second,
         create.latency.brief()
@@ -283,16 +298,16 @@ pub async fn run(args: ListArgs) -> anyhow::Result<()> {
     let lists_started = Instant::now();
     let mut connection = HttpConnection::connect(server.addr).await?;
     let mut lists = Vec::new();
-    for kind in [ListKind::Cache, ListKind::Consistent, ListKind::Paged { limit: args.page_size }] {
+    for list_kind in [ListKind::Cache, ListKind::Consistent, ListKind::Paged { limit: args.page_size }] {
         let mut runs = Vec::new();
         for _ in 0..args.repeat.max(1) {
-            runs.push(timed_list(&mut connection, kind).await.map_err(|e| server.annotate(e))?);
+            runs.push(timed_list(&mut connection, &collection, list_kind).await.map_err(|e| server.annotate(e))?);
         }
         let seconds: Vec<f64> = runs.iter().map(|r| r.seconds).collect();
         let mean = seconds.iter().sum::<f64>() / seconds.len() as f64;
         let last = runs.last().expect("at least one run").clone();
         let summary = ListSummary {
-            kind: kind.name(),
+            kind: list_kind.name(),
             mean_seconds: mean,
             min_seconds: seconds.iter().copied().fold(f64::INFINITY, f64::min),
             max_seconds: seconds.iter().copied().fold(0.0, f64::max),
@@ -319,7 +334,7 @@ pub async fn run(args: ListArgs) -> anyhow::Result<()> {
     let bench_cpu_seconds_lists = cpu_between(self_before, self_after);
     let compare = match (&server_args.etcd, &server.etcd_prefix) {
         (Some(endpoints), Some(root)) if args.compare => {
-            let prefix = format!("{}/pods/", root.trim_end_matches('/'));
+            let prefix = format!("{}/{}", root.trim_end_matches('/'), kind.storage_prefix());
             let cache = lists.iter().find(|l| l.kind == ListKind::Cache.name()).expect("the cache LIST ran");
             let comparison = compare_with_etcd(endpoints, prefix, cache, args.repeat).await?;
             print_comparison(&comparison);
@@ -331,6 +346,7 @@ pub async fn run(args: ListArgs) -> anyhow::Result<()> {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         server: server.url.clone(),
         backend: server.backend.clone(),
+        kind: args.kind,
         objects: args.objects,
         object_size: args.object_size,
         create,

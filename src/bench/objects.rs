@@ -2,6 +2,10 @@
 //!
 //! * ConfigMaps (`bench fanout`): a name, the write's sequence number and a `data.payload`
 //!   string of padding;
+//! * Widgets (`--kind widgets` of `bench fanout`, `create` and `list`): a custom resource of the
+//!   bench's own CRD ([`WIDGET_CRD`], created by [`prepare`] when missing), with the ConfigMap's
+//!   content in a structural schema (`spec.sequence`, `spec.payload`), so that custom and
+//!   built-in resources can be compared on the same path;
 //! * Pods (`bench create`, `bench list`): a Deployment's pod, kept small so that 1 KiB is
 //!   reachable (labels, an owner reference, one container with an image, a port and resource
 //!   requests, the scheduling defaults; the server adds uid, timestamps and status: ~950 B),
@@ -15,16 +19,31 @@
 
 use std::sync::Arc;
 
+use std::time::{Duration, Instant};
+
 use anyhow::{Context, bail};
 use bytes::Bytes;
+use clap::ValueEnum;
 use http::{Method, StatusCode};
 
 use super::http::HttpConnection;
+
+/// `--kind`: what a bench writes and watches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KindArg {
+    Configmaps,
+    Pods,
+    /// The custom resource of [`WIDGET_CRD`].
+    Widgets,
+}
 
 /// Which kind of object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BenchKind {
     ConfigMap,
+    /// The custom resource `widgets.bench.listwatch.dev` (see [`WIDGET_CRD`]).
+    Widget,
     /// Pods owned by the ReplicaSet [`POD_OWNER`], whose uid this is (see [`pod_owner`]).
     Pod {
         owner_uid: Arc<str>,
@@ -35,24 +54,58 @@ impl BenchKind {
     pub fn plural(&self) -> &'static str {
         match self {
             BenchKind::ConfigMap => "configmaps",
+            BenchKind::Widget => "widgets",
             BenchKind::Pod { .. } => "pods",
+        }
+    }
+
+    /// `/api/v1` or `/apis/<group>/<version>`.
+    fn group_version_path(&self) -> &'static str {
+        match self {
+            BenchKind::Widget => "/apis/bench.listwatch.dev/v1",
+            BenchKind::ConfigMap | BenchKind::Pod { .. } => "/api/v1",
         }
     }
 
     /// The collection path in a namespace.
     pub fn collection(&self, namespace: &str) -> String {
-        format!("/api/v1/namespaces/{namespace}/{}", self.plural())
+        format!("{}/namespaces/{namespace}/{}", self.group_version_path(), self.plural())
+    }
+
+    /// The collection path across all namespaces.
+    pub fn all_namespaces(&self) -> String {
+        format!("{}/{}", self.group_version_path(), self.plural())
     }
 
     /// One object's path.
     pub fn object_path(&self, namespace: &str, name: &str) -> String {
-        format!("/api/v1/namespaces/{namespace}/{}/{name}", self.plural())
+        format!("{}/{name}", self.collection(namespace))
+    }
+
+    /// Where the server keeps these objects under its storage root (kube's layout: the
+    /// resource for core kinds, `<group>/<plural>` for custom resources).
+    pub fn storage_prefix(&self) -> String {
+        match self {
+            BenchKind::Widget => "bench.listwatch.dev/widgets/".into(),
+            BenchKind::ConfigMap | BenchKind::Pod { .. } => format!("{}/", self.plural()),
+        }
+    }
+
+    /// The body of a PUT replacing `name`'s version `replaces` (the resourceVersion of the
+    /// writer's last answer). Custom resources forbid unconditional updates (kube's 422 "must
+    /// be specified for an update"), so theirs names that version; the built-ins' do not.
+    pub fn update_json(&self, namespace: &str, name: &str, sequence: u64, padding: &str, replaces: u64) -> Bytes {
+        match self {
+            BenchKind::Widget => widget_json(namespace, name, sequence, padding, Some(replaces)),
+            BenchKind::ConfigMap | BenchKind::Pod { .. } => self.json(namespace, name, sequence, padding),
+        }
     }
 
     /// The JSON of an object named `name` (`sequence` makes each version differ).
     pub fn json(&self, namespace: &str, name: &str, sequence: u64, padding: &str) -> Bytes {
         match self {
             BenchKind::ConfigMap => configmap_json(namespace, name, sequence, padding),
+            BenchKind::Widget => widget_json(namespace, name, sequence, padding, None),
             BenchKind::Pod { owner_uid } => pod_json(namespace, name, owner_uid, padding),
         }
     }
@@ -62,6 +115,56 @@ pub fn configmap_json(namespace: &str, name: &str, sequence: u64, padding: &str)
     Bytes::from(format!(
         r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"{namespace}","labels":{{"app":"listwatch-bench"}}}},"data":{{"sequence":"{sequence}","payload":"{padding}"}}}}"#
     ))
+}
+
+/// The bench's CustomResourceDefinition: a namespaced `Widget` whose schema holds what the
+/// bench ConfigMaps hold, typed (so the custom-resource path prunes and validates, as a real
+/// CRD's does), with a printer column.
+pub const WIDGET_CRD: &str = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.bench.listwatch.dev"},"spec":{"group":"bench.listwatch.dev","scope":"Namespaced","names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"sequence":{"type":"string"},"payload":{"type":"string"}}}}}},"additionalPrinterColumns":[{"name":"Sequence","type":"string","jsonPath":".spec.sequence"}]}]}}"#;
+
+/// A widget; with `resource_version`, the version an update replaces.
+pub fn widget_json(namespace: &str, name: &str, sequence: u64, padding: &str, resource_version: Option<u64>) -> Bytes {
+    let replaces = resource_version.map(|rv| format!(r#","resourceVersion":"{rv}""#)).unwrap_or_default();
+    Bytes::from(format!(
+        r#"{{"apiVersion":"bench.listwatch.dev/v1","kind":"Widget","metadata":{{"name":"{name}","namespace":"{namespace}"{replaces},"labels":{{"app":"listwatch-bench"}}}},"spec":{{"sequence":"{sequence}","payload":"{padding}"}}}}"#
+    ))
+}
+
+/// What `--kind` names, ready to write in `namespace`: creates the pods' owner or the widgets'
+/// CRD when missing (and waits until the CRD is served).
+pub async fn prepare(connection: &mut HttpConnection, kind: KindArg, namespace: &str) -> anyhow::Result<BenchKind> {
+    match kind {
+        KindArg::Configmaps => Ok(BenchKind::ConfigMap),
+        KindArg::Pods => pod_owner(connection, namespace).await,
+        KindArg::Widgets => {
+            widget_crd(connection).await?;
+            Ok(BenchKind::Widget)
+        }
+    }
+}
+
+/// Creates [`WIDGET_CRD`] unless it exists, then waits (at most 30 s) until widgets are served.
+async fn widget_crd(connection: &mut HttpConnection) -> anyhow::Result<()> {
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let (status, answer) = connection
+        .request(Method::POST, crds, Some(Bytes::from_static(WIDGET_CRD.as_bytes())))
+        .await
+        .context("creating the widgets' CRD")?;
+    if !status.is_success() && status != StatusCode::CONFLICT {
+        bail!("creating the widgets' CRD answered {status}: {}", String::from_utf8_lossy(&answer));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let path = format!("{}?limit=1", BenchKind::Widget.all_namespaces());
+    loop {
+        let (status, answer) = connection.request(Method::GET, &path, None).await?;
+        if status.is_success() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!("widgets were not served 30 s after their CRD: {status}: {}", String::from_utf8_lossy(&answer));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// The ReplicaSet that owns the bench pods (a Deployment's, by its name and labels).

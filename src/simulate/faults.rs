@@ -55,6 +55,8 @@ pub struct Caused {
     pub compacted: Option<i64>,
     /// The revision before which watches may now get 410 (a cache reset, a restart).
     pub window_reset: Option<i64>,
+    /// The resource whose cache was reset (empty: every resource, as after a restart).
+    pub reset_resource: String,
     /// A window reset that happens this long after the fault (once storage is back), at
     /// storage's revision then.
     pub window_reset_after: Option<Duration>,
@@ -101,7 +103,12 @@ pub async fn cause(
             let resource = resource.as_deref().unwrap_or("configmaps");
             debug(format!("/debug/listwatch/cache/reset?resource={resource}")).await?;
             let after = current().await.ok();
-            Caused { window_reset: after.or(before), note: format!("reset the {resource} cache"), ..Default::default() }
+            Caused {
+                window_reset: after.or(before),
+                reset_resource: resource.to_string(),
+                note: format!("reset the {resource} cache"),
+                ..Default::default()
+            }
         }
         Fault::Throttle { count, retry_after } => {
             let retry = retry_after.unwrap_or(1);

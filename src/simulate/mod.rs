@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 use listwatch_client::reflector::{Reflector, ReflectorConfig, ReflectorEvent};
-use listwatch_client::{Api, ApiResource, Client, Config, DynamicObject, Object};
+use listwatch_client::{Api, Client, Config, DynamicObject, Object};
 use listwatch_simulator::checker::{self, Verdict};
 use listwatch_simulator::record::{ClientRecord, Known};
 use listwatch_testkit::etcd::{EtcdCluster, EtcdProcessOptions};
@@ -168,7 +168,7 @@ async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::Resul
             let server = reflectors.len() % clients.len();
             let apis: Vec<Api<DynamicObject>> = clients
                 .iter()
-                .map(|c| Api::new(c.clone(), ApiResource::configmaps(), spec.namespace.as_deref()))
+                .map(|c| Api::new(c.clone(), spec.resource.api_resource(), spec.namespace.as_deref()))
                 .collect();
             let (observed, log) = observe::Observed::new(apis, server, &id, started);
             let config = ReflectorConfig {
@@ -188,6 +188,11 @@ async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::Resul
     // The writer stops at the end of the scenario; the readers (clients, history) only after
     // they have had their chance to catch up.
     let (stop_writer_tx, stop_writer) = watch::channel(false);
+    let churn = scenario
+        .workload
+        .deployments
+        .clone()
+        .map(|churn| tokio::spawn(workload::churn(clients[0].clone(), churn, seed, stop_writer.clone())));
     let writer = tokio::spawn(workload::run(clients[0].clone(), scenario.workload.clone(), seed, stop_writer));
     let kubeconfig = servers.lock().await[0].kubeconfig.clone();
     let programs = commands::start(&scenario.commands, &kubeconfig);
@@ -235,7 +240,7 @@ async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::Resul
                 if let Some(revision) = caused.window_reset {
                     known.cache_resets.push(listwatch_simulator::record::CacheReset {
                         at_ms,
-                        resource: "configmaps".into(),
+                        resource: caused.reset_resource.clone(),
                         revision,
                     });
                 }
@@ -253,6 +258,11 @@ async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::Resul
     // Quiet: the writer stops; every client must catch up with storage.
     stop_writer_tx.send_replace(true);
     let writes = writer.await.context("the writer")?;
+    if let Some(churn) = churn
+        && let Err(e) = churn.await.context("the deployment churn")?
+    {
+        failed_checks.push(format!("the deployment churn failed: {e:#}"));
+    }
     let converge = scenario.checks.converge.map_or(Duration::from_secs(10), |d| d.0);
     let final_revision = faults::current_revision(&clients[0]).await.unwrap_or(0);
     let deadline = Instant::now() + converge;
@@ -285,7 +295,7 @@ async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::Resul
         client_records.push(ClientRecord {
             id,
             group: String::new(),
-            resource: "configmaps".into(),
+            resource: spec.resource.plural().into(),
             namespace: spec.namespace.clone(),
             label_selector: spec.selector.clone(),
             field_selector: None,
@@ -299,11 +309,8 @@ async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::Resul
         (std::mem::take(&mut history.events), std::mem::take(&mut history.arrived_ms))
     };
     for (at_ms, revision) in later_resets.lock().expect("resets").drain(..) {
-        known.cache_resets.push(listwatch_simulator::record::CacheReset {
-            at_ms,
-            resource: "configmaps".into(),
-            revision,
-        });
+        // A storage outage resets every cache.
+        known.cache_resets.push(listwatch_simulator::record::CacheReset { at_ms, resource: String::new(), revision });
     }
     let verdict = checker::check(&history, &client_records, &known);
     let storage_line: Vec<(u64, i64)> = arrived_ms.iter().copied().zip(history.iter().map(|e| e.revision)).collect();
@@ -410,6 +417,8 @@ async fn start_servers(scenario: &Scenario) -> anyhow::Result<(Vec<Server>, Opti
             .fallback_binary(binary.clone())
             .debug_api(true)
             .args(["--compaction-interval=0"])
+            // The controllers make the deployments' pods (the harness runs servers bare).
+            .args(scenario.workload.deployments.is_some().then_some("--controllers=all"))
     };
     let (etcd, backend) = match scenario.backend.kind {
         BackendKind::Ephemeral => (None, Backend::Ephemeral),
@@ -479,7 +488,7 @@ async fn matches_list(
     spec: &scenario::ClientSpec,
     store: &Mutex<BTreeMap<String, listwatch_simulator::record::ObjectState>>,
 ) -> bool {
-    let api: Api<DynamicObject> = Api::new(client.clone(), ApiResource::configmaps(), spec.namespace.as_deref());
+    let api: Api<DynamicObject> = Api::new(client.clone(), spec.resource.api_resource(), spec.namespace.as_deref());
     let params = listwatch_client::ListParams { label_selector: spec.selector.clone(), ..Default::default() };
     let Ok(list) = api.list(&params).await else { return false };
     let store = store.lock().expect("store");

@@ -120,6 +120,38 @@ pub struct Workload {
     /// in and out of label selectors).
     #[serde(default = "Workload::default_label_flips")]
     pub label_flips: u8,
+    /// Deployments scaled up and down besides the ConfigMaps: the servers then run the
+    /// controllers (`--controllers=all`), whose pods churn as on a cluster; clients with
+    /// `resource: pods` watch them.
+    #[serde(default)]
+    pub deployments: Option<DeploymentChurn>,
+}
+
+/// Deployments in the first namespace, each scaled to a random size now and then.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeploymentChurn {
+    /// How many (`churn-0`, `churn-1`, ...).
+    #[serde(default = "DeploymentChurn::default_count")]
+    pub count: u32,
+    /// Each scale picks 0..=this many replicas.
+    #[serde(default = "DeploymentChurn::default_max_replicas")]
+    pub max_replicas: u32,
+    /// How often one of them (chosen by the seed) is scaled.
+    #[serde(default = "DeploymentChurn::default_every")]
+    pub every: Dur,
+}
+
+impl DeploymentChurn {
+    fn default_count() -> u32 {
+        3
+    }
+    fn default_max_replicas() -> u32 {
+        5
+    }
+    fn default_every() -> Dur {
+        Dur(Duration::from_secs(1))
+    }
 }
 
 impl Workload {
@@ -148,6 +180,7 @@ impl Default for Workload {
             rate: Self::default_rate(),
             size: Self::default_size(),
             label_flips: Self::default_label_flips(),
+            deployments: None,
         }
     }
 }
@@ -170,6 +203,37 @@ pub struct ClientSpec {
     /// A label selector (`app=a`).
     #[serde(default)]
     pub selector: Option<String>,
+    /// What it lists and watches: `configmaps` (the workload's objects, the default) or
+    /// `pods` (those of the workload's deployments).
+    #[serde(default)]
+    pub resource: WatchedResource,
+}
+
+/// The resources clients can watch.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WatchedResource {
+    #[default]
+    Configmaps,
+    Pods,
+}
+
+impl WatchedResource {
+    /// The plural, as the checker names resources.
+    pub fn plural(self) -> &'static str {
+        match self {
+            WatchedResource::Configmaps => "configmaps",
+            WatchedResource::Pods => "pods",
+        }
+    }
+
+    /// The resource for the client.
+    pub fn api_resource(self) -> listwatch_client::ApiResource {
+        match self {
+            WatchedResource::Configmaps => listwatch_client::ApiResource::configmaps(),
+            WatchedResource::Pods => listwatch_client::ApiResource::pods(),
+        }
+    }
 }
 
 fn one_u32() -> u32 {

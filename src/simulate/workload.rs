@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::scenario::Workload;
+use super::scenario::{DeploymentChurn, Workload};
 
 /// A write the server acknowledged (2xx): the key and the revision it answered with.
 #[derive(Debug, Clone)]
@@ -180,5 +180,54 @@ async fn refresh(
             live.remove(key);
         }
         Err(_) => {}
+    }
+}
+
+/// Creates the churn's deployments in the first namespace, then scales one of them (chosen by
+/// the seed) to a random size every period until `stop`: the controllers turn that into pods
+/// created, started and deleted, the churn a cluster's pod watchers see.
+pub async fn churn(
+    client: Client,
+    churn: DeploymentChurn,
+    seed: u64,
+    mut stop: watch::Receiver<bool>,
+) -> anyhow::Result<u64> {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x6465_706c_6f79);
+    let namespace = "sim-0";
+    let api: Api<DynamicObject> = Api::new(client, ApiResource::deployments(), Some(namespace));
+    let count = churn.count.max(1);
+    for i in 0..count {
+        let name = format!("churn-{i}");
+        let deployment = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"churn": name}},
+                "template": {"metadata": {"labels": {"churn": name}},
+                             "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}
+            }
+        });
+        match api.create(&deployment).await {
+            Ok(_) => {}
+            Err(listwatch_client::Error::Api(status)) if status.code == 409 => {}
+            Err(e) => return Err(anyhow::Error::from(e).context(format!("creating deployment {name}"))),
+        }
+    }
+    let mut scales = 0;
+    let mut ticker = tokio::time::interval(churn.every.0.max(Duration::from_millis(10)));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = stop.wait_for(|s| *s) => return Ok(scales),
+        }
+        let name = format!("churn-{}", rng.random_range(0..count));
+        let replicas = rng.random_range(0..=churn.max_replicas);
+        let patch = listwatch_client::Patch::Merge(json!({"spec": {"replicas": replicas}}));
+        // A failure (a fault the scenario causes) is the scenario's business, not the churn's.
+        if api.patch(&name, &patch).await.is_ok() {
+            scales += 1;
+        }
     }
 }

@@ -39,7 +39,7 @@ pub(crate) async fn eventually<T, F: Future<Output = Option<T>>>(what: &str, mut
     }
 }
 
-fn items(list: &Value) -> Vec<Value> {
+pub(crate) fn items(list: &Value) -> Vec<Value> {
     list["items"].as_array().cloned().unwrap_or_default()
 }
 

@@ -15,6 +15,7 @@ mod kube_rs;
 mod kubectl;
 mod limits;
 mod listing;
+mod nodes;
 mod python_client;
 mod semantics;
 mod server_side_apply;

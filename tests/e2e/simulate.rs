@@ -302,3 +302,20 @@ async fn a_recorded_run_replays_at_its_own_revisions() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+/// Deployments scaled up and down on servers running the controllers: the pod watchers saw
+/// pods come and go (not an empty run) and kept every guarantee through a pods cache reset and
+/// dropped watches.
+#[tokio::test]
+async fn deployment_churn_moves_pods_past_every_watcher() {
+    let (code, report, summary) = simulate("deployment-churn.yaml", &[]).await;
+    assert_eq!(report["passed"], true, "{summary}");
+    assert_eq!(code, 0, "{summary}");
+    for client in report["clients"].as_array().unwrap() {
+        let id = client["id"].as_str().unwrap();
+        if id.starts_with("pods") {
+            assert!(client["events"].as_u64().unwrap() >= 10, "{id} saw few pod events:\n{summary}");
+            assert_eq!(client["converged"], true, "{summary}");
+        }
+    }
+}

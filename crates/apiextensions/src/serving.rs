@@ -8,12 +8,10 @@
 //!   ([`listwatch_meta::registry::DynamicKind::on_read`]), so a default added to the CRD later
 //!   shows before any write;
 //! * validation: the type meta against the URL, then the schema with its list-type and
-//!   embedded-resource checks, then the scale subresource's replicas
-//!   ([`ServedVersion::validate`]); a write to `/status` validates only `status`
-//!   ([`ServedVersion::validate_status`]);
+//!   embedded-resource checks and its CEL rules ([`crate::schema::cel`]), then the scale
+//!   subresource's replicas ([`ServedVersion::validate`]); a write to `/status` validates only
+//!   `status`, without the CEL rules ([`ServedVersion::validate_status`]);
 //! * Tables: the version's `additionalPrinterColumns` ([`crate::table::Columns`]).
-//!
-//! CEL rules (`x-kubernetes-validations`) are not evaluated.
 
 use std::time::SystemTime;
 
@@ -104,12 +102,13 @@ impl ServedVersion {
     /// kube's `customResourceStrategy.Validate` past ObjectMeta (which the apiserver checks for
     /// every kind): the type meta first (alone when it fails), then the schema with its
     /// list-type and embedded-resource rules, then the scale replicas.
-    pub fn validate(&self, object: &Value) -> Vec<FieldError> {
+    /// `old` is the stored object an update replaces (`None` on create), for CEL's `oldSelf`.
+    pub fn validate(&self, object: &Value, old: Option<&Value>) -> Vec<FieldError> {
         let type_meta = validate_type_meta(object, &self.api_version(), &self.kind);
         if !type_meta.is_empty() {
             return type_meta;
         }
-        let mut errs = self.schema.as_ref().map(|s| s.validate(object)).unwrap_or_default();
+        let mut errs = self.schema.as_ref().map(|s| s.validate_update(object, old)).unwrap_or_default();
         errs.extend(self.validate_scale(object, true));
         errs
     }
@@ -219,8 +218,8 @@ mod tests {
     #[test]
     fn type_meta_comes_first() {
         let v = served();
-        let errs =
-            v.validate(&json!({"apiVersion": "stable.example.com/v1", "kind": "Other", "spec": {"replicas": 99}}));
+        let errs = v
+            .validate(&json!({"apiVersion": "stable.example.com/v1", "kind": "Other", "spec": {"replicas": 99}}), None);
         assert_eq!(errs.len(), 1);
         assert_eq!(errs[0].field, "kind");
     }

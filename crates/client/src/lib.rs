@@ -126,7 +126,7 @@ pub use resource::{
 };
 pub use retry_watcher::{RetryWatcher, RetryWatcherConfig};
 pub use selector::LabelSelector;
-pub use store::{IndexFn, NAMESPACE_INDEX, Store};
+pub use store::{IndexConflict, IndexFn, NAMESPACE_INDEX, Store};
 pub use tls::client_config as rustls_client_config;
 pub use watch::WatchStream;
 pub use write_params::{DeleteParams, Patch, Preconditions, PropagationPolicy};

@@ -185,6 +185,13 @@ impl<K: Object> Store<K> {
         )
     }
 
+    /// How many objects have `value` for `index` (without copying them out); `None` if there
+    /// is no such index.
+    pub fn index_len(&self, index: &str, value: &str) -> Option<usize> {
+        let inner = self.inner.read();
+        Some(inner.indices.get(index)?.get(value).map_or(0, HashSet::len))
+    }
+
     /// Keys whose value for `index` is `value`; `None` if there is no such index.
     pub fn index_keys(&self, index: &str, value: &str) -> Option<Vec<String>> {
         let inner = self.inner.read();
@@ -421,6 +428,8 @@ mod tests {
         store.insert(object("a", "y", "2", "web"));
         store.insert(object("b", "z", "3", "db"));
         assert_eq!(names(store.by_index("app", "web").unwrap()), ["a/x", "a/y"]);
+        assert_eq!((store.index_len("app", "web"), store.index_len("app", "none")), (Some(2), Some(0)));
+        assert_eq!(store.index_len("nope", "web"), None);
         assert_eq!(names(store.by_index(NAMESPACE_INDEX, "b").unwrap()), ["b/z"]);
         assert!(store.by_index("nope", "x").is_none());
         assert_eq!(names(store.index("app", &object("q", "q", "0", "db")).unwrap()), ["b/z"]);

@@ -1,4 +1,5 @@
-//! The objects checks work on: ConfigMaps in the run's namespace. A [`Fixture`] belongs to one
+//! The objects checks work on: objects of the target's resource (ConfigMaps, or the suite's
+//! custom resource: see `resource.rs`) in the run's namespace. A [`Fixture`] belongs to one
 //! check: its objects are named `<check>-<suffix>` and labelled
 //! `listwatch-conformance/check=<check>`, and its watches select on that label, so concurrent
 //! checks never see each other's events. Writes return the object the server stored, whose
@@ -24,11 +25,14 @@ pub async fn create_namespace(target: &Target) -> Result<(), CheckFailure> {
     Ok(())
 }
 
-/// Deletes the run's ConfigMaps and namespace.
+/// Deletes the run's objects and namespace.
 pub async fn delete_namespace(target: &Target) -> Result<(), CheckFailure> {
-    let configmaps = target.send(Method::DELETE, &target.configmaps(), None).await?;
-    if !matches!(configmaps.status, 200 | 202) {
-        return Err(CheckFailure::failed_with("deleting the test ConfigMaps", configmaps.describe()));
+    let objects = target.send(Method::DELETE, &target.collection(), None).await?;
+    if !matches!(objects.status, 200 | 202) {
+        return Err(CheckFailure::failed_with(
+            format!("deleting the test {}", target.resource.qualified()),
+            objects.describe(),
+        ));
     }
     let path = format!("/api/v1/namespaces/{}", target.namespace);
     let response = target.send(Method::DELETE, &path, None).await?;
@@ -61,7 +65,7 @@ impl<'a> Fixture<'a> {
 
     /// The collection path with `query` appended (`query` without the `?`).
     pub fn collection(&self, query: &str) -> String {
-        let base = self.target.configmaps();
+        let base = self.target.collection();
         if query.is_empty() { base } else { format!("{base}?{query}") }
     }
 
@@ -90,7 +94,7 @@ impl<'a> Fixture<'a> {
         self.target.watch(&path).await
     }
 
-    /// Creates ConfigMap `suffix` with `data` and, beside the check label, `labels`.
+    /// Creates object `suffix` with `data.value` and, beside the check label, `labels`.
     pub async fn create_labelled(
         &self,
         suffix: &str,
@@ -102,13 +106,13 @@ impl<'a> Fixture<'a> {
         for (k, v) in labels {
             label_map.insert((*k).into(), Value::from(*v));
         }
-        let body = json!({
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": self.name(suffix), "namespace": self.target.namespace, "labels": label_map},
-            "data": {"value": data},
-        });
-        let response = self.target.send(Method::POST, &self.target.configmaps(), Some(&body)).await?;
+        let body = self.target.resource.object(
+            &self.name(suffix),
+            Some(&self.target.namespace),
+            label_map,
+            json!({"value": data}),
+        );
+        let response = self.target.send(Method::POST, &self.target.collection(), Some(&body)).await?;
         let object = response.expect(201)?;
         rv_of(&object, &response)?;
         Ok(object)
@@ -121,7 +125,7 @@ impl<'a> Fixture<'a> {
     /// PUTs `object` (as read or as returned by the last write) and returns the stored object.
     pub async fn put(&self, object: &Value) -> Result<ApiResponse, CheckFailure> {
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
-        let path = format!("{}/{name}", self.target.configmaps());
+        let path = format!("{}/{name}", self.target.collection());
         self.target.send(Method::PUT, &path, Some(object)).await
     }
 
@@ -160,7 +164,7 @@ impl<'a> Fixture<'a> {
 
     /// Deletes this check's object `name` (a full name).
     pub async fn delete(&self, name: &str) -> Result<(), CheckFailure> {
-        let path = format!("{}/{name}", self.target.configmaps());
+        let path = format!("{}/{name}", self.target.collection());
         let response = self.target.send(Method::DELETE, &path, None).await?;
         if !matches!(response.status, 200 | 202) {
             return Err(CheckFailure::failed_with(format!("deleting {name}"), response.describe()));

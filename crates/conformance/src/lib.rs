@@ -23,16 +23,30 @@
 //! for the Kubernetes API: ordered, unique, atomic, reliable, resumable, bookmarkable, and that
 //! each client's store converges (see `checks/guarantees`).
 //!
-//! Every check works on ConfigMaps in the run's namespace, with names of its own and a label
-//! (`listwatch-conformance/check=<check name>`) that its watches select on, so checks are
-//! independent and run concurrently. The few that disturb the whole server (compaction, a watch
-//! cache reset) are marked [`Check::exclusive`] and run alone, after the others.
+//! Every check works on objects of one resource ([`Resource`]) in the run's namespace, with
+//! names of its own and a label (`listwatch-conformance/check=<check name>`) that its watches
+//! select on, so checks are independent and run concurrently. The few that disturb the whole
+//! server (compaction, a watch cache reset) are marked [`Check::exclusive`] and run alone,
+//! after the others.
+//!
+//! The resource is ConfigMaps, or with `--resource custom` ([`Target::with_resource`])
+//! `conformanceblobs.conformance.listwatch.dev`, a ConfigMap-shaped custom resource whose CRD
+//! the run installs first (or finds) and leaves in place (`--delete-crd` deletes it after the
+//! run; see `crd.rs`): custom resources must go through the same LIST/WATCH paths as built-ins.
+//! Where kube-apiserver serves a custom resource differently, the checks assert kube's answer
+//! for it: `table-list-get` and `table-watch` expect the CRD's printer columns,
+//! `update-stale-resource-version` the group resource in the 409, `list-pagination` items that
+//! carry their own `kind` and `apiVersion`; CRs have no protobuf, so `protobuf-get-list`,
+//! `protobuf-watch-frames` and `websocket-protobuf-messages` expect 406 for a protobuf-only
+//! `Accept` (and JSON with a JSON fallback), and `protobuf-create-body` and
+//! `protobuf-json-round-trip` are Skipped, saying why (see `checks/protobuf.rs`).
 //!
 //! From the command line:
 //!
 //! ```text
 //! listwatch-conformance --server http://127.0.0.1:8080 --debug-api     # a listwatch with --enable-debug-api
 //! listwatch-conformance --kubeconfig ~/.kube/config --check watch-bookmarks
+//! listwatch-conformance --server http://127.0.0.1:8080 --debug-api --resource custom
 //! listwatch-conformance --list
 //! listwatch-conformance --server http://127.0.0.1:8080 --output junit --output-file conformance.xml
 //! ```
@@ -44,12 +58,14 @@
 //! ([`TlsOptions`]).
 
 mod checks;
+mod crd;
 mod fixture;
 mod http;
 mod junit;
 mod kubeconfig;
 mod proto;
 mod report;
+mod resource;
 mod target;
 mod tls;
 mod watch;
@@ -62,6 +78,7 @@ use futures::future::BoxFuture;
 pub use checks::all_checks;
 pub use kubeconfig::KubeconfigError;
 pub use report::{CheckResult, Outcome, OutputFormat, Report};
+pub use resource::Resource;
 pub use target::{Target, TargetError};
 pub use tls::TlsOptions;
 
@@ -144,8 +161,10 @@ pub(crate) use ensure;
 const CHECK_DEADLINE: Duration = Duration::from_secs(90);
 
 /// Runs the checks named in `only` (every check when empty) against `target`: creates the
-/// run's namespace, runs the concurrent checks together and then the exclusive ones one by
-/// one, and deletes the namespace. A name that matches no check is reported as failed.
+/// run's namespace (and, for the custom resource, installs its CRD), runs the concurrent checks
+/// together and then the exclusive ones one by one, and deletes the run's objects and namespace
+/// (and the CRD when [`Target::delete_crd`]). A name that matches no check is reported as
+/// failed.
 pub async fn run(target: &Target, only: &[String]) -> Report {
     let target = &target.for_new_run();
     let started = Instant::now();
@@ -163,11 +182,8 @@ pub async fn run(target: &Target, only: &[String]) -> Report {
     }
     let selected: Vec<Check> =
         checks.into_iter().filter(|c| only.is_empty() || only.iter().any(|n| n == c.name)).collect();
-    if let Err(failure) = fixture::create_namespace(target).await {
-        let outcome = Outcome::from_failure(CheckFailure::Failed {
-            why: format!("could not create the test namespace {}", target.namespace),
-            evidence: Some(failure.describe()),
-        });
+    if let Err((why, failure)) = set_up(target).await {
+        let outcome = Outcome::from_failure(CheckFailure::Failed { why, evidence: Some(failure.describe()) });
         for check in &selected {
             results.push(CheckResult {
                 name: check.name.to_string(),
@@ -183,8 +199,30 @@ pub async fn run(target: &Target, only: &[String]) -> Report {
     for check in &exclusive {
         results.push(run_one(target, check).await);
     }
-    let cleanup_problem = fixture::delete_namespace(target).await.err().map(|f| f.describe());
+    let mut cleanup_problem = fixture::delete_namespace(target).await.err().map(|f| f.describe());
+    if target.resource.is_custom() && target.delete_crd && cleanup_problem.is_none() {
+        cleanup_problem = crd::delete(target).await.err().map(|f| f.describe());
+    }
     Report { results, elapsed: started.elapsed(), cleanup_problem }
+}
+
+/// Creates the run's namespace and, for the custom resource, installs its CRD; says what
+/// failed.
+async fn set_up(target: &Target) -> Result<(), (String, CheckFailure)> {
+    fixture::create_namespace(target)
+        .await
+        .map_err(|failure| (format!("could not create the test namespace {}", target.namespace), failure))?;
+    if target.resource.is_custom()
+        && let Err(failure) = crd::install(target).await
+    {
+        // Best effort (there are no objects yet): the report says why the run could not start.
+        let _ = target.send(reqwest::Method::DELETE, &format!("/api/v1/namespaces/{}", target.namespace), None).await;
+        return Err((
+            format!("could not install the CustomResourceDefinition {}", target.resource.qualified()),
+            failure,
+        ));
+    }
+    Ok(())
 }
 
 async fn run_one(target: &Target, check: &Check) -> CheckResult {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use listwatch_conformance::{OutputFormat, Target, TlsOptions, all_checks, run};
+use listwatch_conformance::{OutputFormat, Resource, Target, TlsOptions, all_checks, run};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -34,6 +34,12 @@ struct Args {
     /// The server has listwatch's debug API (/debug/listwatch/*): force compaction and cache resets.
     #[arg(long)]
     debug_api: bool,
+    /// The resource every check works on: configmaps, or custom (a ConfigMap-shaped custom resource, conformanceblobs.conformance.listwatch.dev, whose CRD the run installs or finds first and leaves in place).
+    #[arg(long, value_enum, default_value_t = Resource::ConfigMaps)]
+    resource: Resource,
+    /// With --resource custom: delete the CRD after the run (and wait until it is gone).
+    #[arg(long)]
+    delete_crd: bool,
     /// The namespace to create, use and delete [default: a fresh lwconf-… name].
     #[arg(long)]
     namespace: Option<String>,
@@ -78,7 +84,9 @@ async fn main() -> ExitCode {
     };
     let tls = TlsOptions { certificate_authority, insecure_skip_tls_verify: args.insecure_skip_tls_verify };
     let mut target = match target.and_then(|target| target.with_tls(&tls)) {
-        Ok(target) => target.with_debug_api(args.debug_api),
+        Ok(target) => {
+            target.with_debug_api(args.debug_api).with_resource(args.resource).with_crd_deleted(args.delete_crd)
+        }
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);
@@ -97,7 +105,12 @@ async fn main() -> ExitCode {
         eprintln!("{e}");
         return ExitCode::from(2);
     }
-    eprintln!("running against {} in namespace {}", target.base_url, target.namespace);
+    eprintln!(
+        "running against {} on {} in namespace {}",
+        target.base_url,
+        target.resource.qualified(),
+        target.namespace
+    );
     let report = run(&target, &args.checks).await;
     match &args.output_file {
         Some(path) => {

@@ -9,6 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use listwatch_client::ExecProvider;
 
 use crate::kubeconfig::{Kubeconfig, KubeconfigError};
+use crate::resource::Resource;
 use crate::tls::{Tls, TlsOptions};
 
 /// Why a target cannot be reached as given.
@@ -38,8 +39,14 @@ pub struct Target {
     /// The kubeconfig's exec credential plugin, when it gives the token instead: run when a
     /// request needs credentials and the kept ones expired, or after a 401.
     pub(crate) exec: Option<Arc<ExecProvider>>,
-    /// The namespace the run creates, fills with ConfigMaps and deletes; unique per run.
+    /// The namespace the run creates, fills with objects of [`Target::resource`] and
+    /// deletes; unique per run.
     pub namespace: String,
+    /// The resource every check works on: ConfigMaps, or the suite's own custom resource.
+    pub resource: Resource,
+    /// With the custom resource: whether the run deletes its CRD at the end (it is left in
+    /// place by default, for the next run and for concurrent ones).
+    pub delete_crd: bool,
     /// Whether `/debug/listwatch/*` is available. Checks that need it (forcing compaction or a
     /// cache reset) report Skipped without it.
     pub debug_api: bool,
@@ -61,6 +68,7 @@ impl std::fmt::Debug for Target {
             .field("exec", &self.exec.as_ref().map(|exec| exec.config().command_line()))
             .field("namespace", &self.namespace)
             .field("debug_api", &self.debug_api)
+            .field("resource", &self.resource)
             .finish()
     }
 }
@@ -111,6 +119,18 @@ impl Target {
         self
     }
 
+    /// This target with the checks working on `resource` (ConfigMaps by default).
+    pub fn with_resource(mut self, resource: Resource) -> Target {
+        self.resource = resource;
+        self
+    }
+
+    /// This target deleting the custom resource's CRD after the run (or leaving it).
+    pub fn with_crd_deleted(mut self, delete: bool) -> Target {
+        self.delete_crd = delete;
+        self
+    }
+
     /// This target with `namespace` as the run's namespace instead of a fresh name.
     pub fn with_namespace(mut self, namespace: impl Into<String>) -> Target {
         self.namespace = namespace.into();
@@ -126,6 +146,8 @@ impl Target {
             exec,
             namespace: fresh_namespace(),
             debug_api: false,
+            resource: Resource::default(),
+            delete_crd: false,
             client,
             kubeconfig: config,
             tls,
@@ -172,9 +194,9 @@ impl Target {
         format!("{}{}", self.base_url, path_and_query)
     }
 
-    /// `/api/v1/namespaces/<ns>/configmaps`, the collection every check works in.
-    pub(crate) fn configmaps(&self) -> String {
-        format!("/api/v1/namespaces/{}/configmaps", self.namespace)
+    /// The collection every check works in: the resource's in the run's namespace.
+    pub(crate) fn collection(&self) -> String {
+        self.resource.collection(&self.namespace)
     }
 }
 

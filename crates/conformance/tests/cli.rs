@@ -49,6 +49,41 @@ async fn json_on_stdout_and_junit_in_a_file() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("writing the report to"), "{output:?}");
 }
 
+/// `--resource custom` installs the suite's CRD, runs the checks on its custom resource and
+/// leaves the CRD in place; `--delete-crd` deletes it after the run.
+#[tokio::test]
+async fn resource_custom_installs_its_crd_and_leaves_it_unless_told_to_delete_it() {
+    let server = Server::builder().backend(Backend::Ephemeral).start().await;
+    let crd = format!(
+        "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/conformanceblobs.conformance.listwatch.dev",
+        server.url
+    );
+    let crd_status = || async { reqwest::get(&crd).await.expect("GET the CRD").status().as_u16() };
+    assert_eq!(crd_status().await, 404);
+
+    let checks = ["--check", "list-pagination", "--check", "protobuf-create-body"];
+    let args = [&["--server", &server.url, "--resource", "custom", "--output", "json"][..], &checks].concat();
+    let output = conformance(&args);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("on conformanceblobs.conformance.listwatch.dev in namespace"),
+        "{output:?}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("stdout is one JSON document");
+    assert_eq!(json["counts"], serde_json::json!({"passed": 1, "failed": 0, "skipped": 1}), "{json}");
+    assert!(
+        json["results"][1]["why"].as_str().unwrap().starts_with("a custom resource has no protobuf message"),
+        "{json}"
+    );
+    assert_eq!(crd_status().await, 200, "the CRD is left in place");
+
+    // A second run finds the CRD; this one deletes it afterwards.
+    let output =
+        conformance(&[&["--server", &server.url, "--resource", "custom", "--delete-crd"][..], &checks].concat());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stdout));
+    assert_eq!(crd_status().await, 404, "--delete-crd deletes the CRD");
+}
+
 /// A kubeconfig for `server_url` whose user runs the shell script `body` as its exec plugin.
 fn exec_kubeconfig(dir: &std::path::Path, server_url: &str, body: &str) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt as _;

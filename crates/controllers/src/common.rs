@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use listwatch_client::{ApiResource, DynamicObject, LabelSelector, Object, object_key, rfc3339};
+use listwatch_client::{
+    ApiResource, DynamicObject, IndexConflict, IndexFn, LabelSelector, Object, SharedInformer, SharedInformerFactory,
+    object_key, rfc3339,
+};
 use listwatch_workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 use serde_json::{Value, json};
 
@@ -66,6 +69,26 @@ async fn work(name: &'static str, queue: Queue, sync: SyncFn) {
         }
         queue.done(&key);
     }
+}
+
+/// Indexes `pods` by `spec.nodeName` (once, whichever controller asks first), as the
+/// scheduler and the node lifecycle controller look pods up by node. Finished pods
+/// (Succeeded, Failed) hold no place on their node and are left out, as kube-scheduler's
+/// informer leaves them out, so a bucket's size is what the node holds.
+pub fn index_pods_by_node(pods: &SharedInformer<DynamicObject>) {
+    let by_node: IndexFn<DynamicObject> = Arc::new(|pod: &DynamicObject| {
+        if matches!(pod.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed")) {
+            return Vec::new();
+        }
+        pod.pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+            .into_iter()
+            .collect()
+    });
+    // A conflict is the index another controller added already.
+    let _ = pods.add_indexer(crate::scheduler::NODE_INDEX, by_node);
 }
 
 /// apps/v1 ReplicaSets.
@@ -134,6 +157,54 @@ pub fn controller_uid(object: &DynamicObject) -> Option<&str> {
     controller_of(object)?.get("uid")?.as_str()
 }
 
+/// The shared informer of `resource`, whose cache keeps objects without `metadata.managedFields`:
+/// no controller reads them, and they are about a third of a pod as stored (kube's own
+/// controllers are often given the same transform).
+pub fn informer(factory: &SharedInformerFactory, resource: &ApiResource) -> SharedInformer<DynamicObject> {
+    let informer = factory.dynamic(resource);
+    // Refused only once the informer runs (another controller set it up first): then it has
+    // the transform already, or was started without one by someone else, which is harmless.
+    let _ = informer.set_transform(|mut object: DynamicObject| {
+        if let Some(metadata) = object.0.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.remove("managedFields");
+        }
+        object
+    });
+    informer
+}
+
+/// The index of objects by their controller: the controller's uid, or [`orphans_of`] their
+/// namespace for objects nothing controls. A controller's sync then reads the objects it owns
+/// and the orphans it may adopt, not every object of the namespace: with 100,000 pods in one
+/// namespace, listing them all on each of thousands of syncs was the controllers' whole cost.
+pub const CONTROLLER_INDEX: &str = "controller";
+
+/// The [`CONTROLLER_INDEX`] value of the uncontrolled objects of `namespace` (a uid never
+/// holds a `/`).
+pub fn orphans_of(namespace: &str) -> String {
+    format!("orphans/{namespace}")
+}
+
+/// Installs [`CONTROLLER_INDEX`] on `informer` (once: controllers share informers).
+pub fn index_by_controller(informer: &SharedInformer<DynamicObject>) {
+    let index = Arc::new(|object: &DynamicObject| match controller_uid(object) {
+        Some(uid) => vec![uid.to_owned()],
+        None => vec![orphans_of(object.namespace().unwrap_or_default())],
+    });
+    match informer.add_indexer(CONTROLLER_INDEX, index) {
+        Ok(()) | Err(IndexConflict(_)) => {}
+    }
+}
+
+/// The objects of `store` that `owner` controls, and the orphans of its namespace.
+pub fn owned_and_orphans(
+    store: &listwatch_client::Store<DynamicObject>,
+    owner: &DynamicObject,
+) -> (Vec<Arc<DynamicObject>>, Vec<Arc<DynamicObject>>) {
+    let by = |value: &str| store.by_index(CONTROLLER_INDEX, value).unwrap_or_default();
+    (by(owner.uid().unwrap_or_default()), by(&orphans_of(owner.namespace().unwrap_or_default())))
+}
+
 /// A controller owner reference to `owner`, an apps/v1 `kind`.
 pub fn owner_reference(owner: &DynamicObject, kind: &str) -> Value {
     json!({
@@ -169,6 +240,29 @@ pub fn ready_since(pod: &DynamicObject) -> Option<&str> {
         return None;
     }
     Some(ready.get("lastTransitionTime").and_then(Value::as_str).unwrap_or(""))
+}
+
+/// The condition of `type_` in `status.conditions`, if there is one.
+pub fn condition<'a>(object: &'a DynamicObject, type_: &str) -> Option<&'a Value> {
+    object
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
+}
+
+/// The status (`True`, `False`, `Unknown`) of the condition of `type_`, if there is one.
+pub fn condition_status<'a>(object: &'a DynamicObject, type_: &str) -> Option<&'a str> {
+    condition(object, type_)?.get("status")?.as_str()
+}
+
+/// The current time as kube writes a `MicroTime` (RFC 3339, UTC, microseconds), as Leases
+/// carry it.
+pub fn now_micro() -> String {
+    let now = std::time::SystemTime::now();
+    let micros = now.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_micros());
+    let seconds = rfc3339::format(now);
+    format!("{}.{micros:06}Z", seconds.trim_end_matches('Z'))
 }
 
 /// The current time as kube writes it (RFC 3339, UTC, seconds).

@@ -15,10 +15,18 @@
 //!   [`stages`] (kwok's Stage API, as data): by default a new pod is ContainerCreating, then
 //!   Running and Ready (IP, start time, container statuses, conditions) after a delay with
 //!   jitter, and a pod bound to a node that is deleted is removed after a moment; other stage
-//!   files add failures (examples/stages: CrashLoopBackOff, OOMKilled);
+//!   files add failures (examples/stages: CrashLoopBackOff, OOMKilled). Once nodes exist, only
+//!   pods bound to one move;
 //! * [`stages`]: the Stage model and loader (YAML in kwok's shape, refused with file, line and
 //!   column when malformed), the field paths selectors read, the status templates, the
-//!   default set.
+//!   default set;
+//! * [`nodes`]: fake nodes, kwok-like (`--nodes N`): registered as kubelets register, kept
+//!   alive by Lease renewals and status heartbeats, stopped by an annotation;
+//! * [`scheduler`]: binds pending pods to the fitting node with the fewest pods, through the
+//!   `pods/binding` subresource, or marks them Unschedulable with kube's message;
+//! * [`node_lifecycle`]: a node whose Lease goes unrenewed becomes Ready=Unknown and tainted
+//!   unreachable, and its pods are evicted once their toleration runs out ([`taints`] matches
+//!   tolerations for both).
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -30,9 +38,13 @@ use listwatch_client::{Client, SharedInformerFactory};
 
 mod common;
 pub mod deployment;
+pub mod node_lifecycle;
+pub mod nodes;
 pub mod pods;
 pub mod replicaset;
+pub mod scheduler;
 pub mod stages;
+pub mod taints;
 
 /// One controller `--controllers` can name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -43,11 +55,24 @@ pub enum Controller {
     ReplicaSet,
     /// [`pods`].
     PodLifecycle,
+    /// [`nodes`].
+    Nodes,
+    /// [`scheduler`].
+    Scheduler,
+    /// [`node_lifecycle`].
+    NodeLifecycle,
 }
 
 impl Controller {
     /// Every controller, in the order `--controllers` lists them.
-    pub const ALL: [Controller; 3] = [Controller::Deployment, Controller::ReplicaSet, Controller::PodLifecycle];
+    pub const ALL: [Controller; 6] = [
+        Controller::Deployment,
+        Controller::ReplicaSet,
+        Controller::PodLifecycle,
+        Controller::Nodes,
+        Controller::Scheduler,
+        Controller::NodeLifecycle,
+    ];
 
     /// The name `--controllers` takes.
     pub fn name(self) -> &'static str {
@@ -55,6 +80,9 @@ impl Controller {
             Controller::Deployment => "deployment",
             Controller::ReplicaSet => "replicaset",
             Controller::PodLifecycle => "pod-lifecycle",
+            Controller::Nodes => "nodes",
+            Controller::Scheduler => "scheduler",
+            Controller::NodeLifecycle => "node-lifecycle",
         }
     }
 }
@@ -141,11 +169,22 @@ pub struct Options {
     pub stages: Option<Arc<stages::StageSet>>,
     /// Seed of the stages' jitter and choices; from the clock if `None`.
     pub stage_seed: Option<u64>,
+    /// Fake nodes to register and keep alive (`node-0` ..), with the `nodes` controller.
+    pub nodes: usize,
+    /// The node lifecycle controller's periods and default toleration.
+    pub node_lifecycle: node_lifecycle::LifecycleOptions,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { workers: 5, pod_start_delay: stages::DEFAULT_START_DELAY, stages: None, stage_seed: None }
+        Options {
+            workers: 5,
+            pod_start_delay: stages::DEFAULT_START_DELAY,
+            stages: None,
+            stage_seed: None,
+            nodes: 0,
+            node_lifecycle: node_lifecycle::LifecycleOptions::default(),
+        }
     }
 }
 
@@ -186,9 +225,26 @@ pub fn start(client: Client, selection: &Selection, options: &Options) -> anyhow
             Some(stages) => stages.clone(),
             None => Arc::new(stages::StageSet::defaults(options.pod_start_delay)),
         };
-        starts.push(pods::PodLifecycle::register(client, &factory, stages, options.stage_seed)?);
+        starts.push(pods::PodLifecycle::register(client.clone(), &factory, stages, options.stage_seed)?);
     }
+    if selection.contains(Controller::Scheduler) {
+        starts.push(scheduler::Scheduler::register(client.clone(), &factory)?);
+    }
+    if selection.contains(Controller::NodeLifecycle) {
+        starts.push(node_lifecycle::NodeLifecycle::register(client.clone(), &factory, options.node_lifecycle.clone())?);
+    }
+    let fake_nodes = (selection.contains(Controller::Nodes) && options.nodes > 0)
+        .then(|| nodes::FakeNodes::register(client, &factory, options.nodes, options.node_lifecycle.grace_period));
     factory.start();
+    if let Some(fake_nodes) = fake_nodes {
+        let factory = factory.clone();
+        running.tasks.push(tokio::spawn(async move {
+            while !factory.wait_for_cache_sync(Duration::from_secs(60)).await {
+                tracing::warn!(controller = "nodes", "caches not synced after 60 s; still waiting");
+            }
+            fake_nodes.run().await;
+        }));
+    }
     for workers in starts {
         running.queues.push(workers.queue.clone());
         let factory = factory.clone();

@@ -7,9 +7,14 @@
 //!
 //! One plan per pod: an event that selects the stage already planned keeps its timer (a pod
 //! changed by others still starts on time), one that selects another stage replaces it. Pod
-//! IPs are given out from 10.244.0.0/16. Deleting a pod bound to a node is finished by the
-//! `pod-delete` stage, or, with this controller off, by the server when the grace period ends
-//! (crates/apiserver/src/controllers/graceful.rs).
+//! IPs are given out from 10.244.0.0/16.
+//!
+//! Once any node exists, stages apply only to pods bound to a node whose kubelet would be
+//! running: one that exists and whose heartbeats are not stopped
+//! ([`crate::nodes::STOPPED_ANNOTATION`]); with no nodes at all (`--nodes 0`) every pod moves,
+//! unbound. Deleting a pod bound to a node is finished by the `pod-delete` stage, or, where no
+//! kubelet plays (this controller off, the node gone), by the server when the grace period
+//! ends (crates/apiserver/src/controllers/graceful.rs).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,7 +24,7 @@ use std::time::{Duration, Instant, SystemTime};
 use futures::FutureExt as _;
 use listwatch_client::{
     Api, ApiResource, Client, DeleteParams, DynamicObject, HandlerFns, Lister, Object as _, Patch, Preconditions,
-    SharedInformerFactory,
+    SharedInformerFactory, Store,
 };
 use parking_lot::Mutex;
 use rand::SeedableRng;
@@ -33,6 +38,7 @@ use crate::stages::{self, Stage, StageSet, template};
 pub struct PodLifecycle {
     client: Client,
     pods: Lister<DynamicObject>,
+    nodes: Store<DynamicObject>,
     stages: Arc<StageSet>,
     queue: Queue,
     plans: Mutex<HashMap<String, Plan>>,
@@ -74,6 +80,7 @@ impl PodLifecycle {
         let lifecycle = Arc::new(PodLifecycle {
             client,
             pods: pods.lister(),
+            nodes: factory.dynamic(&ApiResource::nodes()).store(),
             stages,
             queue: queue.clone(),
             plans: Mutex::new(HashMap::new()),
@@ -97,10 +104,21 @@ impl PodLifecycle {
         Ok(Workers { name: "pod-lifecycle", queue, sync })
     }
 
-    /// Whether stages apply to `pod` at all. Every pod, for now; the place for a rule such as
-    /// "only pods bound to a node, once nodes exist".
-    fn admits(&self, _pod: &DynamicObject) -> bool {
-        true
+    /// Whether a kubelet would run `pod`: with no nodes, any pod; else one bound to a node
+    /// that exists and whose heartbeats are not stopped. A binding or a node's change brings
+    /// the pod's next event.
+    fn admits(&self, pod: &DynamicObject) -> bool {
+        if self.nodes.is_empty() {
+            return true;
+        }
+        let Some(node) = pod.pointer("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty()) else {
+            return false;
+        };
+        self.nodes.get(node).is_some_and(|node| {
+            node.pointer(&format!("/metadata/annotations/{}", crate::nodes::STOPPED_ANNOTATION.replace('/', "~1")))
+                .and_then(Value::as_str)
+                != Some("stopped")
+        })
     }
 
     /// Plans the stage that selects `pod` now, unless it is already planned.

@@ -30,15 +30,16 @@ const BURST_REPLICAS: usize = 500;
 pub struct ReplicaSetController {
     client: Client,
     replicasets: Lister<DynamicObject>,
-    pods: Lister<DynamicObject>,
+    /// The pods, indexed by controller ([`common::CONTROLLER_INDEX`]).
     pod_cache: Store<DynamicObject>,
 }
 
 impl ReplicaSetController {
     /// Registers the controller's event handlers on `factory`'s informers.
     pub(crate) fn register(client: Client, factory: &SharedInformerFactory) -> anyhow::Result<Workers> {
-        let replicasets = factory.dynamic(&common::replicasets());
-        let pods = factory.dynamic(&ApiResource::pods());
+        let replicasets = common::informer(factory, &common::replicasets());
+        let pods = common::informer(factory, &ApiResource::pods());
+        common::index_by_controller(&pods);
         let queue = common::queue("replicaset");
         let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
         replicasets.add_event_handler(
@@ -65,12 +66,7 @@ impl ReplicaSetController {
                     }
                 }),
         )?;
-        let controller = Arc::new(ReplicaSetController {
-            client,
-            replicasets: rs_lister,
-            pods: pods.lister(),
-            pod_cache: pods.store(),
-        });
+        let controller = Arc::new(ReplicaSetController { client, replicasets: rs_lister, pod_cache: pods.store() });
         let sync = Arc::new(move |key: String| {
             let controller = controller.clone();
             async move { controller.sync(&key).await }.boxed()
@@ -107,26 +103,22 @@ impl ReplicaSetController {
         selector: &LabelSelector,
     ) -> anyhow::Result<Vec<Arc<DynamicObject>>> {
         let uid = rs.uid().context("the ReplicaSet has no uid")?;
-        let namespace = rs.namespace().unwrap_or_default();
-        for pod in self.pods.namespace(namespace).list(&LabelSelector::everything()) {
-            let matched = common::matches(selector, &pod);
-            match common::controller_uid(&pod) {
-                Some(owner) if owner == uid && !matched => self.release(&pod, uid).await?,
-                None if matched && is_active(&pod) && !common::is_deleting(rs) => self.adopt(rs, &pod).await?,
-                _ => {}
+        let (owned, orphans) = common::owned_and_orphans(&self.pod_cache, rs);
+        for pod in owned.iter().filter(|pod| !common::matches(selector, pod)) {
+            self.release(pod, uid).await?;
+        }
+        if !common::is_deleting(rs) {
+            for pod in orphans.iter().filter(|pod| common::matches(selector, pod) && is_active(pod)) {
+                self.adopt(rs, pod).await?;
             }
         }
         Ok(self.owned_pods(rs, selector))
     }
 
+    /// The active pods `rs` controls and its selector matches (through the controller index).
     fn owned_pods(&self, rs: &DynamicObject, selector: &LabelSelector) -> Vec<Arc<DynamicObject>> {
-        let uid = rs.uid().unwrap_or_default();
-        self.pods
-            .namespace(rs.namespace().unwrap_or_default())
-            .list(selector)
-            .into_iter()
-            .filter(|pod| common::controller_uid(pod) == Some(uid) && is_active(pod))
-            .collect()
+        let (owned, _) = common::owned_and_orphans(&self.pod_cache, rs);
+        owned.into_iter().filter(|pod| common::matches(selector, pod) && is_active(pod)).collect()
     }
 
     async fn adopt(&self, rs: &DynamicObject, pod: &DynamicObject) -> anyhow::Result<()> {

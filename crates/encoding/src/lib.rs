@@ -121,11 +121,19 @@ impl Encoder {
                     self.resource.api_version(),
                     meta
                 )));
+                // Items of typed lists carry no kind and apiVersion; a custom resource's list is
+                // an UnstructuredList, whose items are the objects whole (kube's
+                // unstructuredJSONScheme writes each item's own map).
+                let whole_items = self.resource.dynamic.is_some();
                 for (i, o) in items.iter().enumerate() {
                     if i > 0 {
                         pieces.push(Bytes::from_static(b","));
                     }
-                    pieces.extend(o.list_item_json());
+                    if whole_items {
+                        pieces.push(o.json().clone());
+                    } else {
+                        pieces.extend(o.list_item_json());
+                    }
                 }
                 pieces.push(Bytes::from_static(b"]}"));
                 EncodedList::Pieces(pieces)

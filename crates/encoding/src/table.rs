@@ -410,10 +410,12 @@ fn node_status(node: &Value) -> String {
         .and_then(Value::as_array)
         .and_then(|c| c.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Ready")))
         .and_then(|c| c.get("status").and_then(Value::as_str).map(str::to_string));
+    // kube's `printNode`: any Ready status but True (False, Unknown) is NotReady; no Ready
+    // condition at all is Unknown.
     let mut status = match ready.as_deref() {
         Some("True") => "Ready".to_string(),
-        Some("False") => "NotReady".to_string(),
-        _ => "Unknown".to_string(),
+        Some(_) => "NotReady".to_string(),
+        None => "Unknown".to_string(),
     };
     if lookup(node, "spec.unschedulable").and_then(Value::as_bool) == Some(true) {
         status.push_str(",SchedulingDisabled");

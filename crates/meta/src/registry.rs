@@ -24,6 +24,8 @@ pub enum Subresource {
     Status,
     /// `/scale`: an autoscaling/v1 `Scale` view of `.spec.replicas`.
     Scale,
+    /// `/binding` of pods: a `v1 Binding` POSTed to put the pod on a node (create only).
+    Binding,
 }
 
 impl Subresource {
@@ -32,6 +34,7 @@ impl Subresource {
         match self {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
+            Subresource::Binding => "binding",
         }
     }
 }
@@ -296,7 +299,7 @@ pub static BUILTIN: &[Resource] = &[
     },
     resource! {
         plural: "pods", singular: "pod", kind: "Pod", short_names: &["po"], categories: &["all"],
-        subresources: &[Subresource::Status], storage_prefix: "pods",
+        subresources: &[Subresource::Binding, Subresource::Status], storage_prefix: "pods",
         selectable_fields: &[
             "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
             "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName",

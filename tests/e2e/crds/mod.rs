@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::support::Server;
 
 mod api;
+mod cel;
 mod kubectl;
 mod lifecycle;
 

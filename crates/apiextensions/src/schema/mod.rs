@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 
 use crate::crd::DecodeError;
 
+pub mod cel;
 pub mod default;
 pub mod default_checks;
 pub mod format;

@@ -24,10 +24,24 @@ use crate::path::FieldPath;
 impl Schema {
     /// Validates a whole custom resource against its version's root schema.
     pub fn validate(&self, object: &Value) -> Vec<FieldError> {
+        self.validate_update(object, None)
+    }
+
+    /// Validates a custom resource that replaces `old` (`None` on create): the schema's
+    /// checks, then its CEL rules ([`super::cel`]) unless an error kube calls blocking stopped
+    /// them (then a note that they were not checked).
+    pub fn validate_update(&self, object: &Value, old: Option<&Value>) -> Vec<FieldError> {
         let mut errs = Vec::new();
         openapi(self, "", object, &mut errs);
         embedded(self, &FieldPath::root(), object, &mut errs, true);
         super::list_type::validate(self, &FieldPath::root(), object, &mut errs);
+        if super::cel::has_rules(self) {
+            if errs.iter().any(super::cel::is_blocking) {
+                errs.push(super::cel::not_checked());
+            } else {
+                super::cel::validate(self, &FieldPath::root(), object, old, &mut errs);
+            }
+        }
         errs
     }
 

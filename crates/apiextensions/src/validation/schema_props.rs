@@ -153,6 +153,8 @@ pub(super) fn validate_validation(
         errs.extend(structural);
     } else {
         errs.extend(validate_defaults(&root_path, &schema, true));
+        // CEL rules compile only against a structural schema, as in kube.
+        crate::schema::cel::compile_errors(&schema, &root_path, &mut errs);
     }
     let mut props = Vec::new();
     Props { allow_defaults: true, forbidden_reason: String::new(), inside_meta: false }

@@ -36,6 +36,10 @@
 //! the objects: a dependent created a moment after its owner may reach the collector before the
 //! owner's ADDED event does, and must not be taken for an orphan.
 //!
+//! The deletion of an object that no dependent names as its owner (most deletions: pods,
+//! events) is dropped before a pass ([`KnownOwners`]): the collector remembers the owner uids
+//! its dependents name, from their events and from each reconcile.
+//!
 //! Work is batched: one pass serves every job queued since the last pass. It lists the objects
 //! only if an owner went (once for all of them) or to reconcile, so deleting a namespace with
 //! thousands of objects costs a few passes, not one per object; it reads each owner at most
@@ -243,8 +247,52 @@ const WATCH_BATCH: usize = 256;
 const RETRY_MIN: Duration = Duration::from_millis(50);
 const RETRY_MAX: Duration = Duration::from_secs(5);
 
+/// The uids that some object names as an owner, so that the deletion of anything else (most
+/// deletions: pods, events) costs no pass. Filled from every dependent the collector sees and
+/// from each reconcile's listing; an owner leaves it once its deletion was handled. Until the
+/// first reconcile has listed every dependent, nothing is filtered.
+#[derive(Default)]
+struct KnownOwners {
+    uids: HashSet<String>,
+    complete: bool,
+}
+
+impl KnownOwners {
+    /// Learns the owners the batch's dependents name, then drops the deletions of objects
+    /// nothing names (a dependent that names one later is checked on its own: its owner is
+    /// absent from storage).
+    fn filter(&mut self, batch: Vec<Job>) -> Vec<Job> {
+        for job in &batch {
+            if let Job::Dependent { object, .. } = job {
+                self.learn(object);
+            }
+        }
+        batch
+            .into_iter()
+            .filter(|job| match job {
+                Job::OwnerDeleted { uid } => !self.complete || self.uids.contains(uid),
+                _ => true,
+            })
+            .collect()
+    }
+
+    fn learn(&mut self, object: &Object) {
+        if let Some(meta) = dependent_meta(object) {
+            self.uids.extend(meta.owner_references.into_iter().map(|r| r.uid));
+        }
+    }
+
+    /// After a pass: the owners whose deletion it handled are forgotten.
+    fn forget(&mut self, handled: &[String]) {
+        for uid in handled {
+            self.uids.remove(uid);
+        }
+    }
+}
+
 async fn run(state: Weak<ApiState>, mut signals: mpsc::UnboundedReceiver<Signal>) {
     let mut pending: Vec<Job> = Vec::new();
+    let mut owners = KnownOwners::default();
     // Owners may have gone while the server was down.
     let mut reconcile = true;
     let mut wait = RETRY_MIN;
@@ -266,8 +314,30 @@ async fn run(state: Weak<ApiState>, mut signals: mpsc::UnboundedReceiver<Signal>
         if *state.shutdown.borrow() {
             return;
         }
-        let batch = std::mem::take(&mut pending);
-        let outcome = pass(&state, batch, std::mem::take(&mut reconcile)).await;
+        let batch = owners.filter(std::mem::take(&mut pending));
+        let reconciling = std::mem::take(&mut reconcile);
+        let handled: Vec<String> = batch
+            .iter()
+            .filter_map(|job| match job {
+                Job::OwnerDeleted { uid } => Some(uid.clone()),
+                _ => None,
+            })
+            .collect();
+        let outcome = pass(&state, batch, reconciling).await;
+        for object in &outcome.listed {
+            owners.learn(object);
+        }
+        owners.complete |= reconciling && !outcome.reconcile_again;
+        let retried: HashSet<&str> = outcome
+            .retry
+            .iter()
+            .filter_map(|job| match job {
+                Job::OwnerDeleted { uid } => Some(uid.as_str()),
+                _ => None,
+            })
+            .collect();
+        let done: Vec<String> = handled.into_iter().filter(|uid| !retried.contains(uid.as_str())).collect();
+        owners.forget(&done);
         pending.extend(outcome.retry);
         reconcile |= outcome.reconcile_again;
         wait = if outcome.failed { (wait * 2).min(RETRY_MAX) } else { RETRY_MIN };
@@ -288,6 +358,8 @@ struct Outcome {
     reconcile_again: bool,
     /// Something failed (the next pass waits longer).
     failed: bool,
+    /// The objects a reconcile listed (every object with owner references).
+    listed: Vec<Arc<Object>>,
 }
 
 /// Where an object lives: (group, plural, namespace, name).
@@ -338,6 +410,7 @@ async fn pass(state: &ApiState, jobs: Vec<Job>, reconcile: bool) -> Outcome {
         match owned_objects(state).await {
             Ok(owned) => {
                 for (store, object) in owned {
+                    outcome.listed.push(object.clone());
                     candidates.add(store, object);
                 }
             }

@@ -107,6 +107,10 @@ pub fn api_resource_list(state: &ApiState, group: &str, version: &str) -> Option
                 entry["version"] = json!("v1");
                 entry["kind"] = json!("Scale");
             }
+            if *sub == Subresource::Binding {
+                entry["kind"] = json!("Binding");
+                entry["verbs"] = json!(["create"]);
+            }
             list.push(entry);
         }
     }

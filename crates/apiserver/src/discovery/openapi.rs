@@ -277,6 +277,16 @@ fn group_version_document(group: &str, version: &str) -> Value {
             let (sub_gvk, sub_schema) = match sub {
                 Subresource::Status => (gvk, schema.clone()),
                 Subresource::Scale => (("autoscaling", "v1", "Scale"), "io.k8s.api.autoscaling.v1.Scale".to_string()),
+                Subresource::Binding => {
+                    // POST only, a Binding in and a Status out.
+                    let binding = "io.k8s.api.core.v1.Binding";
+                    real.push(binding);
+                    paths.insert(
+                        format!("{item}/binding"),
+                        json!({"post": operation(r, "post", "createBinding", ("", "v1", "Binding"), write_params(false), Some((binding, OBJECT_TYPES)), binding, &["200", "201", "202"])}),
+                    );
+                    continue;
+                }
             };
             let name = sub.name();
             paths.insert(

@@ -176,6 +176,15 @@ pub fn unrecognized(kind: &str, error: &str, body: &[u8]) -> ApiError {
     ))
 }
 
+/// A JSON body decoded for a handler that reads one `kind` (a Scale, a Binding): Go's syntax
+/// errors and any other parse failure are the 400 of [`unrecognized`].
+pub fn json_of_kind(kind: &str, body: &[u8]) -> Result<Value, ApiError> {
+    if let Some(syntax) = go_json::syntax_error(body) {
+        return Err(unrecognized(kind, &format!("couldn't get version/kind; json parse error: {syntax}"), body));
+    }
+    from_json(body).map_err(|e| unrecognized(kind, &format!("couldn't get version/kind; json parse error: {e}"), body))
+}
+
 /// The 400 of a body of kind `kind` (in `version`) that does not decode as the resource's kind.
 pub fn cannot_be_handled(kind: &str, version: &str, resource: &Resource, error: &str) -> ApiError {
     ApiError::bad_request(format!(

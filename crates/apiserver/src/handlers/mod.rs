@@ -5,7 +5,7 @@
 //! * this file: [`handle`], hyper's entry point, and the routing of every path (health,
 //!   discovery, OpenAPI, the debug API, then resources, with go-restful's 404 and 405);
 //! * [`read`] (GET, LIST), [`watch`], [`write`](mod@write) (create, update), [`patch`] with
-//!   [`patch_kind`], [`delete`], [`scale`] (the scale subresource);
+//!   [`patch_kind`], [`delete`], [`scale`] (the scale subresource), [`binding`] (pods');
 //! * [`admission`], NamespaceLifecycle;
 //! * [`body_in`], [`kinds`], [`schema`]: reading a request body as kube decodes it;
 //!   [`negotiate`]: the response's representation;
@@ -18,6 +18,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::{Method, Request};
 use hyper::body::Incoming;
+use listwatch_meta::registry::Subresource;
 use listwatch_meta::{ApiError, Resource};
 use serde_json::Value;
 
@@ -33,6 +34,7 @@ use patch_kind::PatchKind;
 
 pub mod admission;
 pub mod apply;
+pub mod binding;
 pub mod body_in;
 pub mod custom;
 pub mod custom_schema;
@@ -257,6 +259,9 @@ async fn serve_verb(
             let media = media(req.verb == Verb::DeleteCollection)?;
             let w = write::WriteRequest { state, store, req, query, headers: &parts.headers, body, media };
             match req.verb {
+                Verb::Create if binding::is_binding(store, req) => {
+                    binding::create(store, req, query, &parts.headers, w.body).await
+                }
                 Verb::Create => write::create(w).await,
                 Verb::Update => write::update(w).await,
                 Verb::Patch => patch::patch(w).await,
@@ -294,7 +299,11 @@ pub(crate) fn resolve(state: &ApiState, req: &ResourceRequest) -> Result<Arc<Res
         });
     }
     let all_namespaces = resource.namespaced && req.namespace.is_none();
+    // `pods/{name}/binding` takes POST only.
+    let binding = req.subresource.as_deref() == Some(Subresource::Binding.name());
     let wrong_path = match req.verb {
+        Verb::Create if binding => req.name.is_none(),
+        _ if binding => true,
         Verb::Update | Verb::Patch => req.name.is_none(),
         Verb::Create | Verb::DeleteCollection => req.name.is_some() || all_namespaces,
         Verb::Delete => req.subresource.is_some(),

@@ -257,13 +257,7 @@ pub async fn update(
         return Err(ApiError::unsupported_media_type());
     }
     // Decoded as any body is: Go's syntax errors, nested as deep as Go allows.
-    if let Some(syntax) = listwatch_meta::go_json::syntax_error(&body) {
-        let error = format!("couldn't get version/kind; json parse error: {syntax}");
-        return Err(body_in::unrecognized("Scale", &error, &body));
-    }
-    let scale: Value = body_in::from_json(&body).map_err(|e| {
-        body_in::unrecognized("Scale", &format!("couldn't get version/kind; json parse error: {e}"), &body)
-    })?;
+    let scale = body_in::json_of_kind("Scale", &body)?;
     set_replicas(store, req, dry_run, Writer::Update(manager), None, |_| Ok(scale.clone())).await
 }
 

@@ -105,7 +105,7 @@ pub fn validate_create(resource: &Resource, object: &Map<String, Value>) -> Vec<
             .unwrap_or_default();
     }
     match served(resource) {
-        Some(served) => served.validate(&Value::Object(object.clone())),
+        Some(served) => served.validate(&Value::Object(object.clone()), None),
         None => Vec::new(),
     }
 }
@@ -119,7 +119,7 @@ pub fn validate_update(resource: &Resource, old: &Map<String, Value>, new: &Map<
         };
     }
     match served(resource) {
-        Some(served) => served.validate(&Value::Object(new.clone())),
+        Some(served) => served.validate(&Value::Object(new.clone()), Some(&Value::Object(old.clone()))),
         None => Vec::new(),
     }
 }

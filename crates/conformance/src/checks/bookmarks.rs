@@ -12,7 +12,8 @@ use crate::{CheckFailure, Target};
 
 const WATCH_SECONDS: u64 = 5;
 
-/// §11.10 / §3.2: every BOOKMARK is a ConfigMap (`apiVersion` v1) whose resourceVersion is ≥
+/// §11.10 / §3.2: every BOOKMARK is an object of the watched kind and `apiVersion` (a
+/// ConfigMap, `v1`, or the custom resource's) whose resourceVersion is ≥
 /// every resourceVersion delivered before it, and is not the initial-events-end one (this is
 /// not a streaming list); resuming from the last bookmark gives exactly the changes after it.
 pub async fn bookmarks(target: &Target) -> Result<(), CheckFailure> {
@@ -32,9 +33,12 @@ pub async fn bookmarks(target: &Target) -> Result<(), CheckFailure> {
         match watch.read_before(deadline).await? {
             Read::Event(event) if event.is_bookmark() => {
                 let object = &event.object;
-                if object["kind"] != "ConfigMap" || object["apiVersion"] != "v1" {
+                let (kind, api_version) = (target.resource.kind(), target.resource.api_version());
+                if object["kind"] != kind || object["apiVersion"] != api_version.as_str() {
                     return Err(CheckFailure::failed_with(
-                        "a BOOKMARK's object must be of the watched kind (kind ConfigMap, apiVersion v1)",
+                        format!(
+                            "a BOOKMARK's object must be of the watched kind (kind {kind}, apiVersion {api_version})"
+                        ),
                         event.line,
                     ));
                 }

@@ -226,7 +226,7 @@ pub async fn concurrent_watches(target: &Target) -> Result<(), CheckFailure> {
     Ok(())
 }
 
-/// §1.1: a watch on `/api/v1/namespaces/{ns}/configmaps` sees only that namespace, both for
+/// §1.1: a watch on `…/namespaces/{ns}/<resource>` sees only that namespace, both for
 /// changes it is live for and for changes it replays from a resourceVersion, even when another
 /// namespace has an object of the same name and labels.
 pub async fn namespace_scoped(target: &Target) -> Result<(), CheckFailure> {
@@ -236,7 +236,7 @@ pub async fn namespace_scoped(target: &Target) -> Result<(), CheckFailure> {
     target.send(Method::POST, "/api/v1/namespaces", Some(&namespace)).await?.expect(201)?;
     let result = namespace_scoped_in(&fx, &other).await;
     // Best effort: a leftover namespace is not this check's verdict.
-    let _ = target.send(Method::DELETE, &format!("/api/v1/namespaces/{other}/configmaps"), None).await;
+    let _ = target.send(Method::DELETE, &target.resource.collection(&other), None).await;
     let _ = target.send(Method::DELETE, &format!("/api/v1/namespaces/{other}"), None).await;
     result
 }
@@ -246,13 +246,9 @@ async fn namespace_scoped_in(fx: &Fixture<'_>, other: &str) -> Result<(), CheckF
     let start = fx.current_rv().await?;
     let mut live = fx.watch(&format!("resourceVersion={start}")).await?;
     // The twin: same name, same labels, the other namespace; written before and after ours.
-    let twin = json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": fx.name("x"), "labels": {CHECK_LABEL: fx.check}},
-        "data": {"value": "twin"},
-    });
-    let twin_path = format!("/api/v1/namespaces/{other}/configmaps");
+    let labels = json!({CHECK_LABEL: fx.check}).as_object().cloned().unwrap_or_default();
+    let twin = target.resource.object(&fx.name("x"), None, labels, json!({"value": "twin"}));
+    let twin_path = target.resource.collection(other);
     target.send(Method::POST, &twin_path, Some(&twin)).await?.expect(201)?;
     let x = fx.create("x", "1").await?;
     let mut twin2 = twin.clone();

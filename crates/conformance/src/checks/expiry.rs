@@ -1,8 +1,8 @@
 //! 410 Expired (spec §4.2, §7.4; checklist §11.9, §11.14). Making a resourceVersion too old
 //! on purpose needs listwatch's debug API: `POST /debug/listwatch/compact` compacts storage at
-//! its current revision and `POST /debug/listwatch/cache/reset?resource=configmaps` makes the
-//! ConfigMap watch cache relist, dropping its history (and ending every ConfigMap watch, which
-//! is why these checks are exclusive). Without the debug API the too-old watch falls back to
+//! its current revision and `POST /debug/listwatch/cache/reset?group=G&resource=R` makes the
+//! watch cache of the checks' resource relist, dropping its history (and ending every watch of
+//! it, which is why these checks are exclusive). Without the debug API the too-old watch falls back to
 //! `resourceVersion=1`, and the expired continue token is Skipped.
 
 use std::time::Duration;
@@ -24,10 +24,16 @@ async fn compact(target: &Target) -> Result<(), CheckFailure> {
     response.expect(200).map(|_| ())
 }
 
-/// Resets the ConfigMap watch cache through the debug API; a server that does not cache
-/// ConfigMaps says so with a 400, which is fine (compaction alone makes old RVs too old there).
-async fn reset_configmap_cache(target: &Target) -> Result<(), CheckFailure> {
-    let response = target.send(Method::POST, "/debug/listwatch/cache/reset?resource=configmaps", None).await?;
+/// Resets the resource's watch cache through the debug API; a server that does not cache it
+/// says so with a 400, which is fine (compaction alone makes old RVs too old there).
+async fn reset_cache(target: &Target) -> Result<(), CheckFailure> {
+    let resource = target.resource;
+    let path = format!(
+        "/debug/listwatch/cache/reset?group={}&resource={}",
+        encode(resource.group()),
+        encode(resource.plural())
+    );
+    let response = target.send(Method::POST, &path, None).await?;
     if response.status == 400 && String::from_utf8_lossy(&response.body).contains("not served from a watch cache") {
         return Ok(());
     }
@@ -48,7 +54,7 @@ pub async fn too_old_watch(target: &Target) -> Result<(), CheckFailure> {
     fx.update(&a2, "3").await?;
     let old = if target.debug_api {
         compact(target).await?;
-        reset_configmap_cache(target).await?;
+        reset_cache(target).await?;
         rv(&a)
     } else {
         1

@@ -105,9 +105,10 @@ pub async fn initial_events(target: &Target) -> Result<(), CheckFailure> {
 }
 
 /// Reads synthetic ADDEDs (starting with `first`, if already read) up to the
-/// initial-events-end bookmark, within [`EVENT_TIMEOUT`] in all, and checks both; plain
-/// bookmarks before it are tolerated. Returns the bookmark.
+/// initial-events-end bookmark (an object of `kind`), within [`EVENT_TIMEOUT`] in all, and
+/// checks both; plain bookmarks before it are tolerated. Returns the bookmark.
 async fn initial_then_end_bookmark(
+    kind: &str,
     watch: &mut WatchStream,
     what: &str,
     objects: &[&Value],
@@ -144,10 +145,10 @@ async fn initial_then_end_bookmark(
     };
     expect_initial(watch, what, &initial, objects)?;
     let newest = initial.iter().map(WatchEvent::rv).max().unwrap_or(0);
-    if bookmark.object["kind"] != "ConfigMap" || bookmark.rv() < newest {
+    if bookmark.object["kind"] != kind || bookmark.rv() < newest {
         return Err(CheckFailure::failed_with(
             format!(
-                "{what}: the initial-events-end bookmark must be a ConfigMap with a resourceVersion ≥ every initial event's ({newest})"
+                "{what}: the initial-events-end bookmark must be a {kind} with a resourceVersion ≥ every initial event's ({newest})"
             ),
             bookmark.line,
         ));
@@ -179,7 +180,7 @@ pub async fn initial_events_end_bookmark(target: &Target) -> Result<(), CheckFai
         let mut watch = fx.watch(query).await?;
         let what =
             format!("{query} (a server with the WatchList gate off, like kube 1.33 or ≤1.31, sends no such bookmark)");
-        let bookmark = initial_then_end_bookmark(&mut watch, &what, &[&a, &b], None).await?;
+        let bookmark = initial_then_end_bookmark(target.resource.kind(), &mut watch, &what, &[&a, &b], None).await?;
         a = fx.update(&a, &format!("r{round}")).await?;
         let next = watch.next_change(EVENT_TIMEOUT).await?;
         expect_modified(&watch, &format!("{query}: the first change after the bookmark"), &next, &a, bookmark.rv())?;
@@ -206,7 +207,8 @@ pub async fn streaming_list(target: &Target) -> Result<(), CheckFailure> {
         if first.kind == "ERROR" {
             return Err(watch.failure(&format!("{query}: a streaming list must not start with an ERROR event")));
         }
-        let bookmark = initial_then_end_bookmark(&mut watch, &query, &[&a, &b], Some(first)).await?;
+        let bookmark =
+            initial_then_end_bookmark(target.resource.kind(), &mut watch, &query, &[&a, &b], Some(first)).await?;
         if bookmark.rv() < rv(&b) {
             return Err(CheckFailure::failed_with(
                 format!(

@@ -1,10 +1,15 @@
 //! Paginated LIST (spec §7; checklist §11.13). The unfiltered pass lists the whole namespace,
 //! since kube only counts `remainingItemCount` for lists without selectors; other checks'
 //! objects may be in it, which changes nothing, because a paginated list is one snapshot.
+//!
+//! Every page's items are checked for the type metadata kube gives them: none for a built-in
+//! kind (typed list items have no `kind` or `apiVersion`), the object's own for a custom
+//! resource (an UnstructuredList's items are the stored objects whole).
 
 use serde_json::Value;
 
 use crate::fixture::{Fixture, encode};
+use crate::resource::Resource;
 use crate::{CheckFailure, Target};
 
 const LIMIT: usize = 2;
@@ -34,6 +39,9 @@ async fn pages(fx: &Fixture<'_>, query: &str) -> Result<Vec<Page>, CheckFailure>
         }
         let response = fx.target.get(&fx.collection(&page_query)).await?;
         let list: Value = response.expect(200)?;
+        if let Some(problem) = type_meta_problem(fx.target.resource, &list) {
+            return Err(CheckFailure::failed_with(format!("GET {}: {problem}", response.path), response.describe()));
+        }
         let metadata = &list["metadata"];
         let page = Page {
             response: response.describe(),
@@ -59,6 +67,27 @@ async fn pages(fx: &Fixture<'_>, query: &str) -> Result<Vec<Page>, CheckFailure>
             )));
         }
     }
+}
+
+/// What is wrong with the `kind` and `apiVersion` of a list's items (None when right).
+fn type_meta_problem(resource: Resource, list: &Value) -> Option<String> {
+    let (kind, api_version) = if resource.is_custom() {
+        (Value::from(resource.kind()), Value::from(resource.api_version()))
+    } else {
+        (Value::Null, Value::Null)
+    };
+    let item = list["items"].as_array()?.iter().find(|i| i["kind"] != kind || i["apiVersion"] != api_version)?;
+    Some(if resource.is_custom() {
+        format!(
+            "a custom resource's list items are the objects whole, with kind {kind} and apiVersion {api_version}; item {} has {} and {}",
+            item["metadata"]["name"], item["kind"], item["apiVersion"]
+        )
+    } else {
+        format!(
+            "a built-in kind's list items carry no kind or apiVersion; item {} has {} and {}",
+            item["metadata"]["name"], item["kind"], item["apiVersion"]
+        )
+    })
 }
 
 /// Shared page invariants: one resourceVersion, at most `limit` items a page, names in
@@ -159,4 +188,21 @@ pub async fn pagination(target: &Target) -> Result<(), CheckFailure> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn list_items_carry_type_meta_only_for_a_custom_resource() {
+        let bare = json!({"items": [{"metadata": {"name": "a"}}]});
+        let typed = json!({"items": [{"kind": "ConformanceBlob", "apiVersion": "conformance.listwatch.dev/v1", "metadata": {"name": "a"}}]});
+        assert_eq!(type_meta_problem(Resource::ConfigMaps, &bare), None);
+        assert!(type_meta_problem(Resource::ConfigMaps, &typed).is_some());
+        assert_eq!(type_meta_problem(Resource::Custom, &typed), None);
+        assert!(type_meta_problem(Resource::Custom, &bare).is_some());
+    }
 }

@@ -9,6 +9,22 @@
 //!
 //! A server that does not offer protobuf for ConfigMaps (it answers 406) is not broken by
 //! that (CRDs and aggregated APIs offer none either): these checks are then Skipped.
+//!
+//! A custom resource has no protobuf message, and kube-apiserver serves it as JSON and YAML
+//! only (`shared/spec/crds-and-apply.md` §3.1, §6.8). With `--resource custom` these checks
+//! therefore assert kube's answer for a CR instead of faking one:
+//!
+//! * `protobuf-get-list`: a GET and a LIST accepting only protobuf answer 406 NotAcceptable
+//!   with kube's message; accepting `application/vnd.kubernetes.protobuf, application/json` (as
+//!   a client that prefers protobuf must for CRs) they answer `application/json`, the objects as
+//!   a plain JSON read has them;
+//! * `protobuf-watch-frames`: a watch accepting only protobuf answers 406 NotAcceptable; with
+//!   the JSON fallback it is a JSON watch (`application/json`) delivering the change;
+//! * `protobuf-create-body` and `protobuf-json-round-trip` are Skipped: with no protobuf
+//!   message for a CR there is no protobuf body to send or read back.
+//!
+//! (`websocket-protobuf-messages` in `websocket.rs` likewise asserts that the handshake is
+//! refused with 406.)
 
 use bytes::Bytes;
 use listwatch_proto::prost_reflect::prost::Message;
@@ -26,6 +42,16 @@ use crate::proto::{
 use crate::watch::{EVENT_TIMEOUT, WatchEvent, WatchStream};
 use crate::{CheckFailure, Target};
 
+/// kube-apiserver's message when a custom resource is asked for with only protobuf acceptable:
+/// the media types of its internal list, protobuf included (crds-and-apply.md §3.1).
+const CUSTOM_NOT_ACCEPTABLE: &str = "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf";
+
+/// What a client that prefers protobuf sends for a custom resource: JSON as the fallback.
+pub(crate) const PROTOBUF_OR_JSON: &str = "application/vnd.kubernetes.protobuf, application/json";
+
+/// Why the protobuf body checks do not apply to a custom resource.
+const NO_CUSTOM_PROTOBUF_BODY: &str = "a custom resource has no protobuf message: kube-apiserver serves and reads custom resources as JSON and YAML only, so there is no protobuf body to send (protobuf-get-list and protobuf-watch-frames assert its 406 instead)";
+
 /// Skipped when the server answered 406 to a protobuf request for ConfigMaps.
 pub(crate) fn skip_if_refused(response: &ApiResponse) -> Result<(), CheckFailure> {
     if response.status == 406 {
@@ -33,6 +59,35 @@ pub(crate) fn skip_if_refused(response: &ApiResponse) -> Result<(), CheckFailure
             "the server does not offer protobuf for ConfigMaps ({} {} with Accept: {PROTOBUF} answered 406)",
             response.method, response.path
         )));
+    }
+    Ok(())
+}
+
+/// Fails unless `response` is kube's 406 for a custom resource asked for as protobuf only: a
+/// Status with code 406, reason NotAcceptable and (when `exact`) kube's message.
+pub(crate) fn expect_not_acceptable(response: &ApiResponse, exact: bool) -> Result<(), CheckFailure> {
+    let status = crate::http::Status::from_json(&response.json().unwrap_or_default());
+    let message_ok = if exact {
+        status.message == CUSTOM_NOT_ACCEPTABLE
+    } else {
+        status.message.starts_with("only the following media types are accepted: ")
+    };
+    if response.status != 406
+        || status.kind != "Status"
+        || status.status != "Failure"
+        || status.code != 406
+        || status.reason != "NotAcceptable"
+        || !message_ok
+    {
+        return Err(CheckFailure::failed_with(
+            format!(
+                "{} {} accepting only {PROTOBUF}: a custom resource has no protobuf, so kube answers HTTP 406 with a Status: code 406, reason NotAcceptable, message {:?}",
+                response.method,
+                response.path,
+                if exact { CUSTOM_NOT_ACCEPTABLE } else { "only the following media types are accepted: …" }
+            ),
+            response.describe(),
+        ));
     }
     Ok(())
 }
@@ -82,8 +137,11 @@ pub async fn get_and_list(target: &Target) -> Result<(), CheckFailure> {
     let fx = Fixture::new(target, "protobuf-get-list");
     let a = fx.create("a", "1").await?;
     let b = fx.create("b", "2").await?;
+    if target.resource.is_custom() {
+        return custom_get_and_list(&fx, &a, &b).await;
+    }
 
-    let path = format!("{}/{}", target.configmaps(), fx.name("a"));
+    let path = format!("{}/{}", target.collection(), fx.name("a"));
     let response = target.get_as(&path, PROTOBUF).await?;
     skip_if_refused(&response)?;
     let object = enveloped_body(&response, "ConfigMap", CONFIG_MAP)?;
@@ -115,6 +173,37 @@ pub async fn get_and_list(target: &Target) -> Result<(), CheckFailure> {
     Ok(())
 }
 
+/// For a custom resource: GET and LIST accepting only protobuf answer kube's 406; with JSON
+/// as the fallback they answer `application/json` holding the objects as written.
+async fn custom_get_and_list(fx: &Fixture<'_>, a: &Value, b: &Value) -> Result<(), CheckFailure> {
+    let target = fx.target;
+    let one = format!("{}/{}", target.collection(), fx.name("a"));
+    let list = fx.collection(&selector(fx));
+    for path in [&one, &list] {
+        expect_not_acceptable(&target.get_as(path, PROTOBUF).await?, true)?;
+    }
+    let expect_json = |response: &ApiResponse, ok: bool, what: &str| {
+        if response.status != 200 || response.content_type() != "application/json" || !ok {
+            return Err(CheckFailure::failed_with(
+                format!(
+                    "GET {} accepting {PROTOBUF_OR_JSON}: a custom resource must come back as application/json (HTTP 200), {what}",
+                    response.path
+                ),
+                response.describe(),
+            ));
+        }
+        Ok(())
+    };
+    let response = target.get_as(&one, PROTOBUF_OR_JSON).await?;
+    let object = response.json().unwrap_or_default();
+    expect_json(&response, &object == a, "the object as created")?;
+    let response = target.get_as(&list, PROTOBUF_OR_JSON).await?;
+    let body = response.json().unwrap_or_default();
+    let items_ok = body["kind"] == target.resource.list_kind().as_str()
+        && body["items"].as_array().is_some_and(|items| items.len() == 2 && &items[0] == a && &items[1] == b);
+    expect_json(&response, items_ok, &format!("a {} holding the 2 objects as created", target.resource.list_kind()))
+}
+
 /// Reads one protobuf watch frame and decodes it into an event (its object reduced to the
 /// fields [`config_map_view`] reads) and the full view, for comparing with JSON.
 async fn next_proto_event(watch: &mut WatchStream) -> Result<(WatchEvent, Value), CheckFailure> {
@@ -136,6 +225,9 @@ async fn next_proto_event(watch: &mut WatchStream) -> Result<(WatchEvent, Value)
 /// events are the same as a JSON watch's (types, names, resourceVersions, content).
 pub async fn watch_frames(target: &Target) -> Result<(), CheckFailure> {
     let fx = Fixture::new(target, "protobuf-watch-frames");
+    if target.resource.is_custom() {
+        return custom_watch(&fx).await;
+    }
     require_protobuf(&fx).await?;
     let start = fx.current_rv().await?;
     let mut watch = target.watch_accepting(&fx.watch_query(&format!("resourceVersion={start}")), PROTOBUF).await?;
@@ -173,9 +265,34 @@ pub async fn watch_frames(target: &Target) -> Result<(), CheckFailure> {
     Ok(())
 }
 
+/// For a custom resource: a watch accepting only protobuf answers 406 NotAcceptable (the
+/// message is not pinned: kube's was read from the code for GET and LIST, not captured for a
+/// watch); with JSON as the fallback it is a JSON watch that delivers the next change.
+async fn custom_watch(fx: &Fixture<'_>) -> Result<(), CheckFailure> {
+    let target = fx.target;
+    let start = fx.current_rv().await?;
+    let query = fx.watch_query(&format!("resourceVersion={start}"));
+    match target.open_watch_accepting(&query, PROTOBUF).await? {
+        Ok(watch) => {
+            return Err(watch.failure(&format!(
+                "a custom resource has no protobuf: a watch accepting only {PROTOBUF} must answer 406, it answered 200"
+            )));
+        }
+        Err(response) => expect_not_acceptable(&response, false)?,
+    }
+    let mut watch = target.watch_accepting(&query, PROTOBUF_OR_JSON).await?;
+    crate::checks::stream::check_head(&watch)?;
+    let a = fx.create("a", "1").await?;
+    let event = watch.next_event(EVENT_TIMEOUT).await?;
+    expect_sequence(&watch, "a watch accepting protobuf or JSON", &[event], &[Expected::new("ADDED", &a)], start)
+}
+
 /// §2.4: a protobuf request body (`Content-Type: application/vnd.kubernetes.protobuf`, an
 /// enveloped ConfigMap) creates the object, answering in JSON or in protobuf as asked.
 pub async fn create_body(target: &Target) -> Result<(), CheckFailure> {
+    if target.resource.is_custom() {
+        return Err(CheckFailure::skipped(NO_CUSTOM_PROTOBUF_BODY));
+    }
     let fx = Fixture::new(target, "protobuf-create-body");
     require_protobuf(&fx).await?;
     for (suffix, accept) in [("json-answer", "application/json"), ("protobuf-answer", PROTOBUF)] {
@@ -186,7 +303,7 @@ pub async fn create_body(target: &Target) -> Result<(), CheckFailure> {
         let message = proto::config_map_message(&view).map_err(CheckFailure::failed)?;
         let body = proto::wrap("v1", "ConfigMap", &message.encode_to_vec()).map_err(CheckFailure::failed)?;
         let response =
-            target.send_as(Method::POST, &target.configmaps(), accept, Some((PROTOBUF, Bytes::from(body)))).await?;
+            target.send_as(Method::POST, &target.collection(), accept, Some((PROTOBUF, Bytes::from(body)))).await?;
         if response.status != 201 {
             return Err(CheckFailure::failed_with(
                 format!("POST {} with a protobuf body: expected HTTP 201, got {}", response.path, response.status),
@@ -199,7 +316,7 @@ pub async fn create_body(target: &Target) -> Result<(), CheckFailure> {
         } else {
             config_map_json_view(&response.json()?)
         };
-        let stored = target.get(&format!("{}/{}", target.configmaps(), fx.name(suffix))).await?;
+        let stored = target.get(&format!("{}/{}", target.collection(), fx.name(suffix))).await?;
         let stored_json = stored.expect(200)?;
         let mut wanted = config_map_json_view(&view);
         wanted["metadata"]["resourceVersion"] = stored_json["metadata"]["resourceVersion"].clone();
@@ -226,6 +343,9 @@ pub async fn create_body(target: &Target) -> Result<(), CheckFailure> {
 /// every data, binaryData, label and annotation: empty values, non-ASCII text, control
 /// characters and arbitrary bytes included.
 pub async fn json_round_trip(target: &Target) -> Result<(), CheckFailure> {
+    if target.resource.is_custom() {
+        return Err(CheckFailure::skipped(NO_CUSTOM_PROTOBUF_BODY));
+    }
     let fx = Fixture::new(target, "protobuf-json-round-trip");
     require_protobuf(&fx).await?;
     let original = json!({
@@ -244,10 +364,10 @@ pub async fn json_round_trip(target: &Target) -> Result<(), CheckFailure> {
         "data": {"plain": "v", "empty": "", "unicode": "日本語 ✓ émoji 🎉", "lines": "a\nb\r\n\tc\n", "quote": "\"'\\"},
         "binaryData": {"bytes": "AAECA/8A/v2AgQ==", "empty-bytes": ""},
     });
-    let response = target.send(Method::POST, &target.configmaps(), Some(&original)).await?;
+    let response = target.send(Method::POST, &target.collection(), Some(&original)).await?;
     let created = response.expect(201)?;
 
-    let path = format!("{}/{}", target.configmaps(), fx.name("original"));
+    let path = format!("{}/{}", target.collection(), fx.name("original"));
     let response = target.get_as(&path, PROTOBUF).await?;
     skip_if_refused(&response)?;
     let mut message = enveloped_body(&response, "ConfigMap", CONFIG_MAP)?;
@@ -263,10 +383,10 @@ pub async fn json_round_trip(target: &Target) -> Result<(), CheckFailure> {
     message.set_field_by_name("metadata", ProtoValue::Message(meta));
     let body = proto::wrap("v1", "ConfigMap", &message.encode_to_vec()).map_err(CheckFailure::failed)?;
     let response = target
-        .send_as(Method::POST, &target.configmaps(), "application/json", Some((PROTOBUF, Bytes::from(body))))
+        .send_as(Method::POST, &target.collection(), "application/json", Some((PROTOBUF, Bytes::from(body))))
         .await?;
     let copy = response.expect(201)?;
-    let read_back = target.get(&format!("{}/{}", target.configmaps(), fx.name("copy"))).await?.expect(200)?;
+    let read_back = target.get(&format!("{}/{}", target.collection(), fx.name("copy"))).await?.expect(200)?;
     for (what, object) in [("the POST's answer", &copy), ("a GET", &read_back)] {
         let mut got = config_map_json_view(object);
         let mut want = config_map_json_view(&created);

@@ -2,9 +2,11 @@
 //!
 //! * **Tables** (`application/json;as=Table;v=v1;g=meta.k8s.io`): what `kubectl get` asks for
 //!   on its LIST and its `--watch`, so that the server, not kubectl, decides the columns. For
-//!   ConfigMaps they are NAME, DATA, AGE; a row's object is a `PartialObjectMetadata` unless
-//!   `includeObject` says `Object` (the whole ConfigMap) or `None`; `v1beta1` is still served;
-//!   a Table watch sends `columnDefinitions` in its first event only.
+//!   ConfigMaps they are NAME, DATA, AGE; for a custom resource NAME then the CRD's
+//!   `additionalPrinterColumns` (the suite's CRD: VALUE, `.data.value`, and AGE); a row's object
+//!   is a `PartialObjectMetadata` unless `includeObject` says `Object` (the whole object) or
+//!   `None`; `v1beta1` is still served; a Table watch sends `columnDefinitions` in its first
+//!   event only.
 //! * **Metadata only** (`as=PartialObjectMetadata` for GET and WATCH,
 //!   `as=PartialObjectMetadataList` for LIST): what metadata informers (garbage collector,
 //!   quota, namespace controllers) read, `meta.k8s.io/v1` kinds holding the metadata only.
@@ -18,6 +20,7 @@ use serde_json::{Map, Value, json};
 use crate::checks::{Expected, expect_sequence};
 use crate::fixture::{CHECK_LABEL, Fixture, encode, rv};
 use crate::http::{ApiResponse, Status};
+use crate::resource::Resource;
 use crate::watch::{EVENT_TIMEOUT, WatchEvent};
 use crate::{CheckFailure, Target};
 
@@ -36,17 +39,13 @@ enum Include {
     Object,
 }
 
-/// Creates ConfigMap `suffix` with these data and binaryData keys (so its DATA cell is their
-/// count).
+/// Creates object `suffix` with these data and binaryData keys (so a ConfigMap's DATA cell is
+/// their count).
 async fn create_with(fx: &Fixture<'_>, suffix: &str, data: Value, binary: Value) -> Result<Value, CheckFailure> {
-    let body = json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": fx.name(suffix), "namespace": fx.target.namespace, "labels": {CHECK_LABEL: fx.check}},
-        "data": data,
-        "binaryData": binary,
-    });
-    fx.target.send(Method::POST, &fx.target.configmaps(), Some(&body)).await?.expect(201)
+    let labels = json!({CHECK_LABEL: fx.check}).as_object().cloned().unwrap_or_default();
+    let mut body = fx.target.resource.object(&fx.name(suffix), Some(&fx.target.namespace), labels, data);
+    body["binaryData"] = binary;
+    fx.target.send(Method::POST, &fx.target.collection(), Some(&body)).await?.expect(201)
 }
 
 fn selector(fx: &Fixture<'_>) -> String {
@@ -87,9 +86,23 @@ fn partial_problem(partial: &Value, api_version: &str, object: &Value) -> Option
     None
 }
 
-/// What is wrong with a Table (None when right): its kind and version, its columns (NAME,
-/// DATA, AGE) when `with_columns` (else none), and one row per object, in order.
+/// The columns of `resource`'s Tables, and the cells of `object`'s row but its age.
+fn columns_and_cells(resource: Resource, object: &Value) -> ([&'static str; 3], [Value; 2]) {
+    let name = object["metadata"]["name"].clone();
+    if resource.is_custom() {
+        // The CRD's printer columns: a missing `.data.value` is a null cell.
+        (["Name", "Value", "Age"], [name, object["data"]["value"].clone()])
+    } else {
+        let count =
+            object["data"].as_object().map_or(0, Map::len) + object["binaryData"].as_object().map_or(0, Map::len);
+        (["Name", "Data", "Age"], [name, json!(count)])
+    }
+}
+
+/// What is wrong with a Table of `resource` (None when right): its kind and version, its
+/// columns when `with_columns` (else none), and one row per object, in order.
 fn table_problem(
+    resource: Resource,
     table: &Value,
     api_version: &str,
     with_columns: bool,
@@ -106,8 +119,9 @@ fn table_problem(
     if with_columns {
         let names: Vec<&str> =
             columns.as_array().into_iter().flatten().map(|c| c["name"].as_str().unwrap_or_default()).collect();
-        if names != ["Name", "Data", "Age"] {
-            return Some(format!("a ConfigMap Table's columns are Name, Data, Age; got {names:?}"));
+        let wanted = columns_and_cells(resource, &Value::Null).0;
+        if names != wanted {
+            return Some(format!("a {} Table's columns are {wanted:?}; got {names:?}", resource.kind()));
         }
         if columns.as_array().into_iter().flatten().any(|c| !c["type"].is_string()) {
             return Some("every column definition needs a type".into());
@@ -121,16 +135,11 @@ fn table_problem(
     }
     for (row, object) in rows.iter().zip(objects) {
         let name = &object["metadata"]["name"];
-        let count =
-            object["data"].as_object().map_or(0, Map::len) + object["binaryData"].as_object().map_or(0, Map::len);
+        let [_, second] = columns_and_cells(resource, object).1;
         let cells = row["cells"].as_array().cloned().unwrap_or_default();
-        if cells.len() != 3
-            || &cells[0] != name
-            || cells[1] != json!(count)
-            || cells[2].as_str().is_none_or(str::is_empty)
-        {
+        if cells.len() != 3 || &cells[0] != name || cells[1] != second || cells[2].as_str().is_none_or(str::is_empty) {
             return Some(format!(
-                "the row of {name} must have the cells [{name}, {count}, <age>]; got {}",
+                "the row of {name} must have the cells [{name}, {second}, <age>]; got {}",
                 row["cells"]
             ));
         }
@@ -141,12 +150,15 @@ fn table_problem(
             Include::Metadata => {
                 partial_problem(row_object, api_version, object).map(|p| format!("the row of {name}: {p}"))
             }
-            Include::Object => (row_object["kind"] != "ConfigMap"
-                || row_object["apiVersion"] != "v1"
+            Include::Object => (row_object["kind"] != resource.kind()
+                || row_object["apiVersion"] != resource.api_version().as_str()
                 || row_object["metadata"]["resourceVersion"] != object["metadata"]["resourceVersion"]
                 || row_object["data"] != object["data"])
                 .then(|| {
-                    format!("includeObject=Object: the row of {name} must carry the whole ConfigMap, got {row_object}")
+                    format!(
+                        "includeObject=Object: the row of {name} must carry the whole {}, got {row_object}",
+                        resource.kind()
+                    )
                 }),
         };
         if problem.is_some() {
@@ -167,7 +179,7 @@ async fn expect_table(
 ) -> Result<Value, CheckFailure> {
     let response = target.get_as(path, accept).await?;
     let table = response.expect(200)?;
-    if let Some(problem) = table_problem(&table, api_version, true, objects, include) {
+    if let Some(problem) = table_problem(target.resource, &table, api_version, true, objects, include) {
         return Err(CheckFailure::failed_with(
             format!("GET {path} (Accept: {accept}): {problem}"),
             response.describe(),
@@ -199,7 +211,7 @@ pub async fn tables(target: &Target) -> Result<(), CheckFailure> {
     expect_table(target, &with_objects, KUBECTL_TABLE, "meta.k8s.io/v1", &[&a, &b], Include::Object).await?;
     let without = format!("{list}&includeObject=None");
     expect_table(target, &without, KUBECTL_TABLE, "meta.k8s.io/v1", &[&a, &b], Include::None).await?;
-    let one = format!("{}/{}", target.configmaps(), fx.name("a"));
+    let one = format!("{}/{}", target.collection(), fx.name("a"));
     expect_table(target, &one, KUBECTL_TABLE, "meta.k8s.io/v1", &[&a], Include::Metadata).await?;
     expect_table(target, &list, TABLE_V1BETA1, "meta.k8s.io/v1beta1", &[&a, &b], Include::Metadata).await?;
     expect_table(target, &one, TABLE_V1BETA1, "meta.k8s.io/v1beta1", &[&a], Include::Metadata).await?;
@@ -218,7 +230,9 @@ pub async fn table_watch(target: &Target) -> Result<(), CheckFailure> {
     let mut events = Vec::new();
     for (i, object) in [&a, &a2, &b].into_iter().enumerate() {
         let event = watch.next_event(EVENT_TIMEOUT).await?;
-        if let Some(problem) = table_problem(&event.object, "meta.k8s.io/v1", i == 0, &[object], Include::Metadata) {
+        if let Some(problem) =
+            table_problem(target.resource, &event.object, "meta.k8s.io/v1", i == 0, &[object], Include::Metadata)
+        {
             return Err(watch.failure(&format!("event {i} ({}): {problem}", event.kind)));
         }
         // The row's PartialObjectMetadata names the object and its resourceVersion.
@@ -241,7 +255,7 @@ pub async fn metadata_only_output(target: &Target) -> Result<(), CheckFailure> {
     let a = fx.create("a", "1").await?;
     let b = fx.create("b", "1").await?;
 
-    let one = format!("{}/{}", target.configmaps(), fx.name("a"));
+    let one = format!("{}/{}", target.collection(), fx.name("a"));
     let response = target.get_as(&one, METADATA).await?;
     let partial = response.expect(200)?;
     if let Some(problem) = partial_problem(&partial, "meta.k8s.io/v1", &a) {
@@ -351,24 +365,74 @@ mod tests {
         let columns = json!([{"name": "Name", "type": "string"}, {"name": "Data", "type": "string"}, {"name": "Age", "type": "string"}]);
         let table = |columns: Value, rows: Value| json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {}, "columnDefinitions": columns, "rows": rows});
         let good = table(columns.clone(), json!([row(partial.clone())]));
-        assert_eq!(table_problem(&good, "meta.k8s.io/v1", true, &[&a], Include::Metadata), None);
-        assert!(table_problem(&good, "meta.k8s.io/v1beta1", true, &[&a], Include::Metadata).is_some());
+        assert_eq!(table_problem(Resource::ConfigMaps, &good, "meta.k8s.io/v1", true, &[&a], Include::Metadata), None);
+        assert!(
+            table_problem(Resource::ConfigMaps, &good, "meta.k8s.io/v1beta1", true, &[&a], Include::Metadata).is_some()
+        );
         // A later watch event must not repeat the columns; null or absent is right.
-        assert!(table_problem(&good, "meta.k8s.io/v1", false, &[&a], Include::Metadata).is_some());
+        assert!(
+            table_problem(Resource::ConfigMaps, &good, "meta.k8s.io/v1", false, &[&a], Include::Metadata).is_some()
+        );
         let headless = table(Value::Null, json!([row(partial.clone())]));
-        assert_eq!(table_problem(&headless, "meta.k8s.io/v1", false, &[&a], Include::Metadata), None);
+        assert_eq!(
+            table_problem(Resource::ConfigMaps, &headless, "meta.k8s.io/v1", false, &[&a], Include::Metadata),
+            None
+        );
         // includeObject=None: no object (absent or null); Object: the ConfigMap.
         let none = table(columns.clone(), json!([{"cells": ["a", 2, "3s"]}]));
-        assert_eq!(table_problem(&none, "meta.k8s.io/v1", true, &[&a], Include::None), None);
-        assert!(table_problem(&good, "meta.k8s.io/v1", true, &[&a], Include::None).is_some());
+        assert_eq!(table_problem(Resource::ConfigMaps, &none, "meta.k8s.io/v1", true, &[&a], Include::None), None);
+        assert!(table_problem(Resource::ConfigMaps, &good, "meta.k8s.io/v1", true, &[&a], Include::None).is_some());
         let full = table(columns.clone(), json!([row(a.clone())]));
-        assert_eq!(table_problem(&full, "meta.k8s.io/v1", true, &[&a], Include::Object), None);
-        assert!(table_problem(&full, "meta.k8s.io/v1", true, &[&a], Include::Metadata).is_some());
+        assert_eq!(table_problem(Resource::ConfigMaps, &full, "meta.k8s.io/v1", true, &[&a], Include::Object), None);
+        assert!(table_problem(Resource::ConfigMaps, &full, "meta.k8s.io/v1", true, &[&a], Include::Metadata).is_some());
         // Wrong count, wrong column names, a row object with data.
         let miscounted = table(columns.clone(), json!([{"cells": ["a", 3, "3s"], "object": partial}]));
-        assert!(table_problem(&miscounted, "meta.k8s.io/v1", true, &[&a], Include::Metadata).is_some());
+        assert!(
+            table_problem(Resource::ConfigMaps, &miscounted, "meta.k8s.io/v1", true, &[&a], Include::Metadata)
+                .is_some()
+        );
         let renamed = table(json!([{"name": "NAME", "type": "string"}]), json!([row(partial.clone())]));
-        assert!(table_problem(&renamed, "meta.k8s.io/v1", true, &[&a], Include::Metadata).is_some());
+        assert!(
+            table_problem(Resource::ConfigMaps, &renamed, "meta.k8s.io/v1", true, &[&a], Include::Metadata).is_some()
+        );
+        // A custom resource's row: Name, the printer column (null when its path finds nothing), Age.
+        let blob = |data: Value| json!({"kind": "ConformanceBlob", "apiVersion": "conformance.listwatch.dev/v1", "metadata": a["metadata"], "data": data});
+        let custom_columns = json!([{"name": "Name", "type": "string"}, {"name": "Value", "type": "string"}, {"name": "Age", "type": "date"}]);
+        let with_value = table(custom_columns.clone(), json!([{"cells": ["a", "7", "3s"], "object": partial}]));
+        assert_eq!(
+            table_problem(
+                Resource::Custom,
+                &with_value,
+                "meta.k8s.io/v1",
+                true,
+                &[&blob(json!({"value": "7"}))],
+                Include::Metadata
+            ),
+            None
+        );
+        let without_value = table(custom_columns, json!([{"cells": ["a", null, "3s"], "object": partial}]));
+        assert_eq!(
+            table_problem(
+                Resource::Custom,
+                &without_value,
+                "meta.k8s.io/v1",
+                true,
+                &[&blob(json!({"x": "1"}))],
+                Include::Metadata
+            ),
+            None
+        );
+        assert!(
+            table_problem(
+                Resource::Custom,
+                &good,
+                "meta.k8s.io/v1",
+                true,
+                &[&blob(json!({"x": "1"}))],
+                Include::Metadata
+            )
+            .is_some()
+        );
         let mut fat = partial.clone();
         fat["data"] = json!({"x": "1"});
         assert!(partial_problem(&fat, "meta.k8s.io/v1", &a).is_some());

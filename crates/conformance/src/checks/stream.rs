@@ -105,12 +105,13 @@ pub async fn body_is_ndjson(target: &Target) -> Result<(), CheckFailure> {
         start,
     )?;
 
-    check_ndjson(&watch.path, watch.received())
+    check_ndjson(&watch.path, watch.received(), target.resource.kind())
 }
 
 /// §2.3: `body` is newline-terminated lines, each one JSON object with exactly the keys `type`
-/// (one of the five event types) and `object` (a JSON object; a ConfigMap unless an ERROR).
-pub(crate) fn check_ndjson(path: &str, body: &[u8]) -> Result<(), CheckFailure> {
+/// (one of the five event types) and `object` (a JSON object; of the watched `kind` unless an
+/// ERROR).
+pub(crate) fn check_ndjson(path: &str, body: &[u8], kind: &str) -> Result<(), CheckFailure> {
     ensure!(
         body.ends_with(b"\n"),
         "GET {path}: the body must end with a newline; it ends with {:?}",
@@ -132,15 +133,15 @@ pub(crate) fn check_ndjson(path: &str, body: &[u8]) -> Result<(), CheckFailure> 
         if sorted != ["object", "type"] {
             return Err(bad(&format!("an event must have exactly the keys type and object, it has {keys:?}")));
         }
-        let kind = fields["type"].as_str().unwrap_or_default();
-        if !types.contains(kind) {
+        let event_type = fields["type"].as_str().unwrap_or_default();
+        if !types.contains(event_type) {
             return Err(bad(&format!("unknown event type {:?}", fields["type"])));
         }
         if !fields["object"].is_object() {
             return Err(bad("object must be a JSON object"));
         }
-        if kind != "ERROR" && fields["object"]["kind"] != "ConfigMap" {
-            return Err(bad("the object of a ConfigMap watch event must have kind ConfigMap"));
+        if event_type != "ERROR" && fields["object"]["kind"] != kind {
+            return Err(bad(&format!("the object of a {kind} watch event must have kind {kind}")));
         }
     }
     Ok(())
@@ -160,13 +161,14 @@ pub async fn timeout_seconds(target: &Target) -> Result<(), CheckFailure> {
     Ok(())
 }
 
-/// §1.1: the deprecated `/api/v1/watch/...` collection path is a watch with the same options.
+/// §1.1: the deprecated `/api/v1/watch/...` (`/apis/<group>/<version>/watch/...`) collection
+/// path is a watch with the same options.
 pub async fn legacy_collection_path(target: &Target) -> Result<(), CheckFailure> {
     let fx = Fixture::new(target, "watch-legacy-path");
     let start = fx.current_rv().await?;
     let path = format!(
-        "/api/v1/watch/namespaces/{}/configmaps?labelSelector={}&resourceVersion={start}",
-        target.namespace,
+        "{}?labelSelector={}&resourceVersion={start}",
+        target.resource.legacy_watch_collection(&target.namespace),
         encode(&fx.selector())
     );
     let mut watch = target.watch(&path).await?;
@@ -190,8 +192,8 @@ pub async fn legacy_object_path(target: &Target) -> Result<(), CheckFailure> {
     let a = fx.create("a", "1").await?;
     let b = fx.create("b", "1").await?;
     let start = crate::fixture::rv(&b);
-    let path =
-        format!("/api/v1/watch/namespaces/{}/configmaps/{}?resourceVersion={start}", target.namespace, fx.name("a"));
+    let legacy = target.resource.legacy_watch_collection(&target.namespace);
+    let path = format!("{legacy}/{}?resourceVersion={start}", fx.name("a"));
     let mut watch = target.watch(&path).await?;
     check_head(&watch)?;
     // b's changes come between a's, so a's second event proves they were filtered out.
@@ -209,12 +211,8 @@ pub async fn legacy_object_path(target: &Target) -> Result<(), CheckFailure> {
         start,
     )?;
 
-    let mismatched = format!(
-        "/api/v1/watch/namespaces/{}/configmaps/{}?fieldSelector={}",
-        target.namespace,
-        fx.name("a"),
-        encode(&format!("metadata.name={}", fx.name("b")))
-    );
+    let mismatched =
+        format!("{legacy}/{}?fieldSelector={}", fx.name("a"), encode(&format!("metadata.name={}", fx.name("b"))));
     let response = target.get(&mismatched).await?;
     let status = crate::http::Status::from_json(&response.expect(400)?);
     if !status.message.contains("fieldSelector metadata.name doesn't match requested name") {
@@ -244,18 +242,19 @@ pub async fn watch_query_boolean(target: &Target) -> Result<(), CheckFailure> {
         let list = response.expect(200)?;
         let names: Vec<&str> =
             list["items"].as_array().into_iter().flatten().filter_map(|i| i["metadata"]["name"].as_str()).collect();
-        if list["kind"] != "ConfigMapList" || names != [fx.name("a")] {
+        let list_kind = target.resource.list_kind();
+        if list["kind"] != list_kind.as_str() || names != [fx.name("a")] {
             return Err(CheckFailure::failed_with(
-                format!("watch={value} must be a LIST (a ConfigMapList holding {})", fx.name("a")),
+                format!("watch={value} must be a LIST (a {list_kind} holding {})", fx.name("a")),
                 response.describe(),
             ));
         }
     }
 
-    let item = format!("{}/{}?watch=1", target.configmaps(), fx.name("a"));
+    let item = format!("{}/{}?watch=1", target.collection(), fx.name("a"));
     let response = target.get(&item).await?;
     let object = response.expect(200)?;
-    if object["kind"] != "ConfigMap" || object["metadata"]["name"] != fx.name("a").as_str() {
+    if object["kind"] != target.resource.kind() || object["metadata"]["name"] != fx.name("a").as_str() {
         return Err(CheckFailure::failed_with(
             "GET on an item URL with watch=1 must be a plain GET of the object",
             response.describe(),
@@ -274,7 +273,7 @@ mod tests {
     fn ndjson_accepts_kube_lines_and_rejects_the_rest() {
         let bookmark =
             r#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"9"}}}"#;
-        assert!(check_ndjson("/w", format!("{ADDED}\n{bookmark}\n").as_bytes()).is_ok());
+        assert!(check_ndjson("/w", format!("{ADDED}\n{bookmark}\n").as_bytes(), "ConfigMap").is_ok());
         for bad in [
             ADDED.to_string(),
             format!("{ADDED}\n\n"),
@@ -287,7 +286,7 @@ mod tests {
             r#"{"type":"ADDED","object":{"kind":"Secret"}}"#.to_string() + "\n",
             format!("{ADDED}{ADDED}\n"),
         ] {
-            assert!(check_ndjson("/w", bad.as_bytes()).is_err(), "accepted {bad:?}");
+            assert!(check_ndjson("/w", bad.as_bytes(), "ConfigMap").is_err(), "accepted {bad:?}");
         }
     }
 

@@ -33,9 +33,9 @@ fn with_origin(origin: &str) -> Handshake<'_> {
     Handshake { origin: Some(origin), ..Handshake::default() }
 }
 
-/// A JSON event from one text message: the message is exactly one JSON line (§2.3) with its
-/// newline.
-fn json_event(watch: &WsWatch, read: WsRead) -> Result<WatchEvent, CheckFailure> {
+/// A JSON event (of an object of `kind`, unless an ERROR) from one text message: the message
+/// is exactly one JSON line (§2.3) with its newline.
+fn json_event(watch: &WsWatch, read: WsRead, kind: &str) -> Result<WatchEvent, CheckFailure> {
     let text = match read {
         WsRead::Text(text) => text,
         other => return Err(watch.failure(&format!("a JSON watch event must come as a text message, got {other:?}"))),
@@ -46,7 +46,7 @@ fn json_event(watch: &WsWatch, read: WsRead) -> Result<WatchEvent, CheckFailure>
             "a text message must hold exactly one event: one JSON line ending with its newline; this one has {lines} newline(s): {text:?}"
         )));
     }
-    check_ndjson(&watch.path, text.as_bytes())?;
+    check_ndjson(&watch.path, text.as_bytes(), kind)?;
     let value: Value = serde_json::from_str(&text).map_err(|e| watch.failure(&format!("not JSON: {e}")))?;
     Ok(WatchEvent {
         kind: value["type"].as_str().unwrap_or_default().to_string(),
@@ -126,7 +126,7 @@ pub async fn handshake(target: &Target) -> Result<(), CheckFailure> {
     // The watch works: a new object arrives on it.
     let a = fx.create("a", "1").await?;
     let read = watch.next_data(EVENT_TIMEOUT).await?;
-    let event = json_event(&watch, read)?;
+    let event = json_event(&watch, read, target.resource.kind())?;
     expect_ws_events(&watch, "the watch opened with a token subprotocol", &[event], &[Expected::new("ADDED", &a)], 0)
 }
 
@@ -146,7 +146,7 @@ pub async fn json_messages(target: &Target) -> Result<(), CheckFailure> {
     let mut events = Vec::new();
     for _ in 0..4 {
         let read = watch.next_data(EVENT_TIMEOUT).await?;
-        events.push(json_event(&watch, read)?);
+        events.push(json_event(&watch, read, target.resource.kind())?);
     }
     expect_ws_events(
         &watch,
@@ -164,12 +164,30 @@ pub async fn json_messages(target: &Target) -> Result<(), CheckFailure> {
 
 /// §2.5: a protobuf watch over WebSocket sends binary messages, each exactly one
 /// `metav1.WatchEvent` without the stream's length prefix, its `object.raw` enveloped.
+/// For a custom resource (no protobuf) the handshake is refused with kube's 406 instead, as
+/// the plain watch is (see `protobuf-watch-frames`).
 pub async fn protobuf_messages(target: &Target) -> Result<(), CheckFailure> {
     let fx = Fixture::new(target, "websocket-protobuf-messages");
-    require_protobuf(&fx).await?;
     let origin = origin(target);
-    let start = fx.current_rv().await?;
     let handshake = Handshake { accept: Some(PROTOBUF), ..with_origin(&origin) };
+    if target.resource.is_custom() {
+        let path = fx.watch_query("timeoutSeconds=10");
+        return match target.websocket(&path, &handshake).await? {
+            Ok(watch) => Err(watch.failure(&format!(
+                "a custom resource has no protobuf: a WebSocket watch accepting only {PROTOBUF} must be refused with HTTP 406, it was accepted"
+            ))),
+            Err(refusal) if refusal.status == 406 && refusal.body.contains("\"NotAcceptable\"") => Ok(()),
+            Err(refusal) => Err(CheckFailure::failed_with(
+                format!(
+                    "WebSocket GET {path} accepting only {PROTOBUF}: a custom resource has no protobuf, so the handshake must be refused with HTTP 406 and a NotAcceptable Status, got HTTP {}",
+                    refusal.status
+                ),
+                refusal.body,
+            )),
+        };
+    }
+    require_protobuf(&fx).await?;
+    let start = fx.current_rv().await?;
     let mut watch = target
         .websocket_watch(&fx.watch_query(&format!("resourceVersion={start}&timeoutSeconds=30")), &handshake)
         .await?;
@@ -286,7 +304,7 @@ pub async fn client_close(target: &Target) -> Result<(), CheckFailure> {
     let mut watch = target.websocket_watch(&fx.watch_query(&query), &with_origin(&origin)).await?;
     let a = fx.create("a", "1").await?;
     let read = watch.next_data(EVENT_TIMEOUT).await?;
-    let first = json_event(&watch, read)?;
+    let first = json_event(&watch, read, target.resource.kind())?;
     expect_ws_events(&watch, "before the close", &[first], &[Expected::new("ADDED", &a)], start)?;
     let answered = close_and_wait(&mut watch).await?;
 
@@ -294,7 +312,7 @@ pub async fn client_close(target: &Target) -> Result<(), CheckFailure> {
     let mut again = target.websocket_watch(&fx.watch_query(&query), &with_origin(&origin)).await?;
     let a2 = fx.update(&a, "2").await?;
     let read = again.next_data(EVENT_TIMEOUT).await?;
-    let event = json_event(&again, read)?;
+    let event = json_event(&again, read, target.resource.kind())?;
     expect_ws_events(&again, "a watch opened after the close", &[event], &[Expected::new("MODIFIED", &a2)], 0)?;
 
     if !answered {

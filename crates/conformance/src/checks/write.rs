@@ -16,26 +16,36 @@ pub async fn stale_update_conflicts(target: &Target) -> Result<(), CheckFailure>
     stale["data"] = serde_json::json!({"value": "stale"});
     let response = fx.put(&stale).await?;
     let status = Status::from_json(&response.expect(409)?);
+    // kube names the group resource in the message, and its resource and group in the details.
+    let resource = target.resource;
     let message = format!(
-        "Operation cannot be fulfilled on configmaps \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+        "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
+        resource.qualified()
     );
+    let group_matches = match resource.group() {
+        "" => status.details.get("group").is_none_or(|g| g == ""),
+        group => status.details["group"] == group,
+    };
     if status.kind != "Status"
         || status.status != "Failure"
         || status.code != 409
         || status.reason != "Conflict"
         || status.message != message
         || status.details["name"] != name.as_str()
-        || status.details["kind"] != "configmaps"
+        || status.details["kind"] != resource.plural()
+        || !group_matches
     {
         return Err(CheckFailure::failed_with(
             format!(
-                "a stale PUT must answer a Status with code 409, reason Conflict, details {{name: {name}, kind: configmaps}} and the message {message:?}"
+                "a stale PUT must answer a Status with code 409, reason Conflict, details {{name: {name}, group: {:?}, kind: {}}} and the message {message:?}",
+                resource.group(),
+                resource.plural()
             ),
             response.describe(),
         ));
     }
 
-    let current = target.get(&format!("{}/{name}", target.configmaps())).await?;
+    let current = target.get(&format!("{}/{name}", target.collection())).await?;
     let object = current.expect(200)?;
     if rv(&object) != rv(&x2) || object["data"] != x2["data"] {
         return Err(CheckFailure::failed_with("a refused PUT must leave the object as it was", current.describe()));

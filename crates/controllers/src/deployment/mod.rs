@@ -17,7 +17,7 @@ use std::time::Duration;
 use futures::FutureExt as _;
 use listwatch_client::{
     Api, ApiResource, Client, DynamicObject, HandlerFns, LabelSelector, Lister, Object, Patch, SharedInformerFactory,
-    object_key,
+    Store, object_key,
 };
 use serde_json::json;
 
@@ -41,14 +41,16 @@ fn deployments() -> ApiResource {
 pub struct DeploymentController {
     client: Client,
     deployments: Lister<DynamicObject>,
-    replicasets: Lister<DynamicObject>,
+    /// The ReplicaSets, indexed by controller ([`common::CONTROLLER_INDEX`]).
+    replicaset_cache: Store<DynamicObject>,
 }
 
 impl DeploymentController {
     /// Registers the controller's event handlers on `factory`'s informers.
     pub(crate) fn register(client: Client, factory: &SharedInformerFactory) -> anyhow::Result<Workers> {
-        let deployments = factory.dynamic(&deployments());
-        let replicasets = factory.dynamic(&common::replicasets());
+        let deployments = common::informer(factory, &deployments());
+        let replicasets = common::informer(factory, &common::replicasets());
+        common::index_by_controller(&replicasets);
         let queue = common::queue("deployment");
         let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
         deployments.add_event_handler(
@@ -76,7 +78,7 @@ impl DeploymentController {
                 }),
         )?;
         // Recreate waits for the old pods to be gone: their deletion syncs the Deployment.
-        let pods = factory.dynamic(&ApiResource::pods());
+        let pods = common::informer(factory, &ApiResource::pods());
         let rs_lister = replicasets.lister();
         let q_pod = queue.clone();
         pods.add_event_handler(HandlerFns::<DynamicObject>::new().on_delete(move |pod| {
@@ -86,7 +88,7 @@ impl DeploymentController {
             }
         }))?;
         let controller =
-            Arc::new(DeploymentController { client, deployments: d_lister, replicasets: replicasets.lister() });
+            Arc::new(DeploymentController { client, deployments: d_lister, replicaset_cache: replicasets.store() });
         let sync = Arc::new(move |key: String| {
             let controller = controller.clone();
             async move { controller.sync(&key).await }.boxed()
@@ -122,7 +124,8 @@ impl DeploymentController {
         let uid = d.uid().unwrap_or_default();
         let namespace = d.namespace().unwrap_or_default();
         let mut owned = Vec::new();
-        for rs in self.replicasets.namespace(namespace).list(&LabelSelector::everything()) {
+        let (controlled, orphans) = common::owned_and_orphans(&self.replicaset_cache, d);
+        for rs in controlled.into_iter().chain(orphans) {
             let matched = common::matches(&spec.selector, &rs);
             let api = self.api(common::replicasets(), namespace);
             match common::controller_uid(&rs) {

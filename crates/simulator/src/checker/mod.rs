@@ -77,6 +77,12 @@ pub fn check(history: &[HistoryEvent], clients: &[ClientRecord], known: &Known) 
             unchecked: findings.unchecked,
             relists: client.lists.len().saturating_sub(1),
             watches: client.watches.len(),
+            events: client
+                .watches
+                .iter()
+                .map(|w| w.deliveries.iter().filter(|d| matches!(d, crate::record::Delivery::Event { .. })).count())
+                .sum(),
+            final_objects: client.final_store.len(),
             converged: first_difference.is_none(),
             first_difference,
         });

@@ -109,6 +109,12 @@ pub struct ClientVerdict {
     pub relists: usize,
     /// Watches opened.
     pub watches: usize,
+    /// Events delivered over all its watches (bookmarks not counted).
+    #[serde(default)]
+    pub events: usize,
+    /// Objects in its store at the end.
+    #[serde(default)]
+    pub final_objects: usize,
     /// Whether the final store equals the end of history seen through the client's scope.
     pub converged: bool,
     /// The first key (in namespace/name order) where they differ.

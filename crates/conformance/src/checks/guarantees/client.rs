@@ -37,7 +37,7 @@ pub enum Start {
 #[derive(Clone, Copy, Debug)]
 pub struct ClientPlan {
     pub id: &'static str,
-    /// Whether it lists and watches with [`SELECTOR`] (else every ConfigMap of the namespace).
+    /// Whether it lists and watches with [`SELECTOR`] (else every object of the namespace).
     pub selected_only: bool,
     pub start: Start,
     /// `allowWatchBookmarks=true`.
@@ -112,7 +112,8 @@ impl ClientPlan {
         namespace: &str,
         started: Instant,
     ) -> Result<Result<Started<'a>, String>, CheckFailure> {
-        let collection = format!("/api/v1/namespaces/{namespace}/configmaps");
+        let resource = target.resource;
+        let collection = resource.collection(namespace);
         let mut client = Observer {
             target,
             plan: self,
@@ -121,8 +122,8 @@ impl ClientPlan {
             started,
             record: ClientRecord {
                 id: self.id.to_string(),
-                resource: "configmaps".into(),
-                group: String::new(),
+                resource: resource.plural().into(),
+                group: resource.group().into(),
                 namespace: Some(namespace.to_string()),
                 label_selector: self.selected_only.then(|| SELECTOR.to_string()),
                 field_selector: None,
@@ -220,8 +221,8 @@ impl Observer<'_> {
             seq: self.next_seq(),
             opened_ms,
             request: WatchRequest {
-                group: String::new(),
-                resource: "configmaps".into(),
+                group: self.target.resource.group().into(),
+                resource: self.target.resource.plural().into(),
                 namespace: Some(self.namespace.clone()),
                 label_selector: self.record.label_selector.clone(),
                 field_selector: None,

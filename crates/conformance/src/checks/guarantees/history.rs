@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::client::object_state;
 use super::workload::Ack;
 use crate::fixture::rv;
+use crate::resource::Resource;
 
 /// The rebuilt change log, and how its deletes were placed.
 #[derive(Debug, Default)]
@@ -28,9 +29,9 @@ pub struct Rebuilt {
     pub disputed_deletes: usize,
 }
 
-/// Rebuilds the change log of `namespace` from `acks`, taking delete revisions from what the
-/// `clients` delivered.
-pub fn rebuild(acks: &[Ack], namespace: &str, clients: &[ClientRecord]) -> Rebuilt {
+/// Rebuilds the change log of `resource` in `namespace` from `acks`, taking delete revisions
+/// from what the `clients` delivered.
+pub fn rebuild(acks: &[Ack], resource: Resource, namespace: &str, clients: &[ClientRecord]) -> Rebuilt {
     let put_revisions: Vec<Option<i64>> = acks
         .iter()
         .map(|ack| match ack {
@@ -41,7 +42,9 @@ pub fn rebuild(acks: &[Ack], namespace: &str, clients: &[ClientRecord]) -> Rebui
     let mut rebuilt = Rebuilt::default();
     for (i, ack) in acks.iter().enumerate() {
         let event = match ack {
-            Ack::Put { created, object } => history_event(object, namespace, rv(object), Change::Put, *created),
+            Ack::Put { created, object } => {
+                history_event(object, resource, namespace, rv(object), Change::Put, *created)
+            }
             Ack::Delete { deleted } => {
                 let before = put_revisions[..i].iter().rev().find_map(|r| *r).unwrap_or(0);
                 let after = put_revisions[i + 1..].iter().find_map(|r| *r).unwrap_or(i64::MAX);
@@ -59,7 +62,7 @@ pub fn rebuild(acks: &[Ack], namespace: &str, clients: &[ClientRecord]) -> Rebui
                         rebuilt.history.last().map_or(before, |last| last.revision.max(before)) + 1
                     }
                 };
-                history_event(deleted, namespace, revision, Change::Delete, false)
+                history_event(deleted, resource, namespace, revision, Change::Delete, false)
             }
         };
         rebuilt.history.push(event);
@@ -83,14 +86,21 @@ fn revisions_seen(clients: &[ClientRecord], name: &str, before: i64, after: i64)
     seen
 }
 
-fn history_event(object: &Value, namespace: &str, revision: i64, kind: Change, created: bool) -> HistoryEvent {
+fn history_event(
+    object: &Value,
+    resource: Resource,
+    namespace: &str,
+    revision: i64,
+    kind: Change,
+    created: bool,
+) -> HistoryEvent {
     let state = object_state(object, namespace);
     HistoryEvent {
         revision,
         kind,
         created,
-        group: String::new(),
-        resource: "configmaps".into(),
+        group: resource.group().into(),
+        resource: resource.plural().into(),
         namespace: state.namespace,
         name: state.name,
         uid: state.uid,
@@ -169,7 +179,7 @@ mod tests {
         // g-a's delete shown at 14 twice and (wrongly) at 16 once, and once outside its bounds;
         // g-b's delete shown by no watch.
         let clients = [client(&[("g-a", 14), ("g-a", 25)]), client(&[("g-a", 14)]), client(&[("g-a", 16)])];
-        let rebuilt = rebuild(&acks, "ns", &clients);
+        let rebuilt = rebuild(&acks, Resource::ConfigMaps, "ns", &clients);
         let revisions: Vec<(i64, &str, Change)> =
             rebuilt.history.iter().map(|e| (e.revision, e.name.as_str(), e.kind)).collect();
         assert_eq!(

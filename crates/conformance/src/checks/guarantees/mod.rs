@@ -3,7 +3,7 @@
 //! fault injection: the observation half of listwatch's simulator checker.
 //!
 //! One observation run serves every check here. In a namespace of its own it creates a few
-//! ConfigMaps, starts several observing clients (a LIST then a watch from its resourceVersion; the
+//! objects of the target's resource, starts several observing clients (a LIST then a watch from its resourceVersion; the
 //! same with bookmarks and short watches that the server ends and the client resumes from the last
 //! resourceVersion it saw; a label selector; streaming lists, unfiltered and selected, when the
 //! server serves them), makes a few hundred seeded writes (creates, data updates, label flips in
@@ -16,7 +16,7 @@
 //!
 //! The checker judges deliveries against storage's change log. Against an arbitrary server there
 //! is no revision log to read, so the log is rebuilt from the writes this tool made and the server
-//! acknowledged. That is sound because nobody else writes ConfigMaps in the namespace: it is
+//! acknowledged. That is sound because nobody else writes the resource in the namespace: it is
 //! created for the run and named uniquely, so every change of the tool's objects there is one of
 //! its own writes, and each acknowledged create or update answers the stored object, whose
 //! resourceVersion is storage's revision for that write and whose content is the state written.
@@ -201,6 +201,8 @@ mod tests {
             unchecked: Vec::new(),
             relists: 0,
             watches: 1,
+            events: 4,
+            final_objects: 2,
             converged: true,
             first_difference: None,
         });

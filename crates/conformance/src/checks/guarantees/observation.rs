@@ -74,7 +74,8 @@ pub async fn observe(target: &Target) -> Result<Observation, CheckFailure> {
     }
     let observed = observe_in(target, &namespace).await;
     // Best effort: the run's own cleanup reports problems with the run's namespace; a leftover
-    // here holds only this run's ConfigMaps.
+    // here holds only this run's objects.
+    let _ = target.send(Method::DELETE, &target.resource.collection(&namespace), None).await;
     let _ = target.send(Method::DELETE, &format!("/api/v1/namespaces/{namespace}"), None).await;
     observed
 }
@@ -136,7 +137,7 @@ async fn observe_in(target: &Target, namespace: &str) -> Result<Observation, Che
             Followed::Unsupported(why) => streaming_unsupported = Some(why),
         }
     }
-    let rebuilt = rebuild(writer.acks(), namespace, &records);
+    let rebuilt = rebuild(writer.acks(), target.resource, namespace, &records);
     // No compaction or cache reset is known to this tool: every 410 is reported.
     let verdict = check(&rebuilt.history, &records, &Known::default());
 

@@ -1,6 +1,7 @@
 //! The writer of the guarantee checks: a seeded mix of creates, updates (data changes, and label
 //! flips that move objects in and out of the selected clients' selector) and deletes over a
-//! small pool of ConfigMaps, keeping what each write returned.
+//! small pool of objects of the target's resource (ConfigMaps, or the suite's custom resource),
+//! keeping what each write returned.
 //!
 //! Writes go one at a time, each sent after the previous one was acknowledged. That order is
 //! what lets the history be rebuilt from the acknowledgements: a write sent after another was
@@ -73,11 +74,11 @@ pub struct Writer<'a> {
 }
 
 impl<'a> Writer<'a> {
-    /// A writer of ConfigMaps in `namespace`, choosing with `seed`.
+    /// A writer of the target's resource in `namespace`, choosing with `seed`.
     pub fn new(target: &'a Target, namespace: &str, seed: u64) -> Writer<'a> {
         Writer {
             target,
-            collection: format!("/api/v1/namespaces/{namespace}/configmaps"),
+            collection: target.resource.collection(namespace),
             namespace: namespace.to_string(),
             rng: StdRng::seed_from_u64(seed),
             live: BTreeMap::new(),
@@ -99,16 +100,13 @@ impl<'a> Writer<'a> {
     /// Creates `name`, in the selector's scope or not.
     pub async fn create(&mut self, name: &str, selected: bool) -> Result<Value, CheckFailure> {
         self.pace().await;
-        let body = json!({
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": name,
-                "namespace": self.namespace,
-                "labels": {SELECTED_LABEL: if selected { "yes" } else { "no" }},
-            },
-            "data": {"value": "0"},
-        });
+        let labels = json!({SELECTED_LABEL: if selected { "yes" } else { "no" }});
+        let body = self.target.resource.object(
+            name,
+            Some(&self.namespace),
+            labels.as_object().cloned().unwrap_or_default(),
+            json!({"value": "0"}),
+        );
         let response = self.target.send(Method::POST, &self.collection, Some(&body)).await?;
         let object = response.expect(201)?;
         self.counts.creates += 1;
