@@ -325,7 +325,17 @@ impl Started<'_> {
                     let streaming_cut = record.request.send_initial_events == Some(true)
                         && !record.deliveries.iter().any(is_initial_events_end);
                     let Some(from) = self.observer.last_rv.filter(|_| !streaming_cut) else { break };
-                    match self.observer.open(&from.to_string(), false).await {
+                    // As a reflector does, a watch that cannot be reopened at once is tried
+                    // again with a short back-off (a busy machine can time a request out).
+                    let mut reopened = self.observer.open(&from.to_string(), false).await;
+                    for backoff_ms in [100, 200, 400, 800] {
+                        if reopened.is_ok() {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(backoff_ms)).await;
+                        reopened = self.observer.open(&from.to_string(), false).await;
+                    }
+                    match reopened {
                         Ok(watch) => self.watch = watch,
                         Err(failure) => {
                             let why = failure.describe();
