@@ -147,36 +147,41 @@ impl Scheduler {
     }
 
     /// The node for `pod`, or kube's message of why none fits.
+    ///
+    /// Nodes are tried fewest pods first (ties by name), so the first that fits is the answer
+    /// and the filters, which read each node's JSON, run on one node in the common case rather
+    /// than on every node for every pod (at 1,000 nodes and 100,000 pods that scan was most of
+    /// the server's CPU). Only when nothing fits are all nodes filtered, for the message.
     fn choose(&self, pod: &DynamicObject, nodes: &[Arc<DynamicObject>]) -> Result<String, String> {
-        let assumed = self.assumed.lock().clone();
+        let pending = self.assumed_per_node();
+        let mut ranked: Vec<(usize, &str, &DynamicObject)> = nodes
+            .iter()
+            .map(|node| {
+                let name = node.name();
+                let bound = self.pods.index_len(NODE_INDEX, name).unwrap_or(0);
+                (bound + pending.get(name).copied().unwrap_or(0), name, node.as_ref())
+            })
+            .collect();
+        ranked.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
         let mut reasons: HashMap<&'static str, usize> = HashMap::new();
-        let mut best: Option<(usize, &str)> = None;
-        for node in nodes {
-            let count = self.pods_on(node.name(), &assumed);
+        for (count, name, node) in ranked {
             match fit(pod, node, count) {
-                Ok(()) => {
-                    let candidate = (count, node.name());
-                    if best.is_none_or(|b| candidate < b) {
-                        best = Some(candidate);
-                    }
-                }
+                Ok(()) => return Ok(name.to_owned()),
                 Err(reason) => *reasons.entry(reason).or_default() += 1,
             }
-        }
-        if let Some((_, name)) = best {
-            return Ok(name.to_owned());
         }
         Err(unschedulable_message(nodes.len(), &reasons))
     }
 
-    /// Pods on `node` that still hold a place there, the assumed ones included.
-    fn pods_on(&self, node: &str, assumed: &HashMap<String, String>) -> usize {
-        let bound = self.pods.index_len(NODE_INDEX, node).unwrap_or(0);
-        let pending = assumed
-            .iter()
-            .filter(|(key, n)| n.as_str() == node && self.pods.get(key).is_some_and(|p| node_name(&p).is_none()))
-            .count();
-        bound + pending
+    /// Per node, the pods assumed onto it that the cache does not show bound yet.
+    fn assumed_per_node(&self) -> HashMap<String, usize> {
+        let mut per_node: HashMap<String, usize> = HashMap::new();
+        for (key, node) in self.assumed.lock().iter() {
+            if self.pods.get(key).is_some_and(|p| node_name(&p).is_none()) {
+                *per_node.entry(node.clone()).or_default() += 1;
+            }
+        }
+        per_node
     }
 
     /// POSTs the Binding; a pod bound or gone meanwhile is no error.
