@@ -18,23 +18,30 @@ use super::objects::{self, BenchKind};
 use super::report::{self, LatencySummary};
 use super::server::{ProcessUsage, ServerUnderTest, cpu_between, machine_busy_seconds, other_cpu_seconds};
 
-#[derive(Args, Debug)]
-pub struct CreateArgs {
+/// What `bench create` and `bench list` create before they measure.
+#[derive(Args, Debug, Clone)]
+pub struct CreateLoad {
     /// What to create: pods, or widgets (a custom resource whose CRD the bench creates).
     #[arg(long, value_enum, default_value = "pods")]
-    kind: objects::KindArg,
+    pub kind: objects::KindArg,
     /// How many objects to create.
     #[arg(long, default_value_t = 10_000)]
-    objects: u64,
+    pub objects: u64,
     /// Concurrent connections (each sends its next create when the previous one is answered).
     #[arg(long, default_value_t = 8)]
-    concurrency: usize,
+    pub concurrency: usize,
     /// Approximate size of each stored object, in bytes (padded).
     #[arg(long, default_value_t = 1024)]
-    object_size: usize,
+    pub object_size: usize,
     /// Namespace to create them in.
     #[arg(long, default_value = "default")]
-    namespace: String,
+    pub namespace: String,
+}
+
+#[derive(Args, Debug)]
+pub struct CreateArgs {
+    #[command(flatten)]
+    load: CreateLoad,
     /// Write the result as JSON here.
     #[arg(long)]
     output: Option<PathBuf>,
@@ -58,17 +65,15 @@ pub struct CreateOutcome {
     pub first_error: Option<String>,
 }
 
-/// Creates `count` objects of `kind` named `<prefix>-<i>` with `concurrency` connections,
-/// showing progress; returns what they are (their paths) and how the creates went.
+/// Creates `load.objects` objects of `load.kind` named `<prefix>-<i>` with `load.concurrency`
+/// connections, showing progress; returns what they are (their paths) and how the creates went.
 pub async fn create_objects(
     addr: SocketAddr,
-    kind: objects::KindArg,
-    namespace: &str,
+    load: &CreateLoad,
     prefix: &str,
-    count: u64,
-    concurrency: usize,
-    object_size: usize,
 ) -> anyhow::Result<(BenchKind, CreateOutcome)> {
+    let CreateLoad { kind, objects: count, concurrency, object_size, ref namespace } = *load;
+    let namespace = namespace.as_str();
     let mut probe = HttpConnection::connect(addr).await?;
     // The pods' owner (pods naming a missing owner would be garbage collected) or the CRD first.
     let kind = objects::prepare(&mut probe, kind, namespace).await?;
@@ -166,16 +171,7 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<()> {
     let (server_before, self_before, machine_before) =
         (server.usage(), ProcessUsage::of_self(), machine_busy_seconds());
     let prefix = format!("bench-{}", objects::run_tag());
-    let (kind, outcome) = create_objects(
-        server.addr,
-        args.kind,
-        &args.namespace,
-        &prefix,
-        args.objects,
-        args.concurrency,
-        args.object_size,
-    )
-    .await?;
+    let (kind, outcome) = create_objects(server.addr, &args.load, &prefix).await?;
     let (server_after, self_after, machine_after) = (server.usage(), ProcessUsage::of_self(), machine_busy_seconds());
     let server_cpu_seconds = cpu_between(server_before, server_after);
     let bench_cpu_seconds = cpu_between(self_before, self_after);
@@ -183,7 +179,7 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<()> {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         server: server.url.clone(),
         backend: server.backend.clone(),
-        object_size: args.object_size,
+        object_size: args.load.object_size,
         create: outcome,
         server_cpu_seconds,
         server_peak_rss_mib: server_after.map(|u| report::mib(u.peak_rss_bytes)),
@@ -196,7 +192,7 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<()> {
         c.created,
         c.requested,
         kind.plural(),
-        args.object_size,
+        args.load.object_size,
         c.concurrency,
         c.seconds,
         c.creates_per_second,

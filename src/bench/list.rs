@@ -29,7 +29,7 @@ use http_body_util::BodyExt;
 use serde::Serialize;
 
 use super::ServerArgs;
-use super::create::{CreateOutcome, create_objects, print_usage};
+use super::create::{CreateLoad, CreateOutcome, create_objects, print_usage};
 use super::decode::{StreamCounter, list_meta_string};
 use super::etcd_direct::PrivateEtcd;
 use super::http::{HttpConnection, encode_query_value};
@@ -39,27 +39,15 @@ use super::server::{ProcessUsage, ServerUnderTest, cpu_between, machine_busy_sec
 
 #[derive(Args, Debug)]
 pub struct ListArgs {
-    /// What to create and list: pods, or widgets (a custom resource whose CRD the bench creates).
-    #[arg(long, value_enum, default_value = "pods")]
-    kind: objects::KindArg,
-    /// How many objects to create before listing.
-    #[arg(long, default_value_t = 10_000)]
-    objects: u64,
-    /// Approximate size of each stored object, in bytes.
-    #[arg(long, default_value_t = 1024)]
-    object_size: usize,
-    /// Connections that create the pods.
-    #[arg(long, default_value_t = 8)]
-    concurrency: usize,
+    /// What to create, then list (the LISTs are of all namespaces).
+    #[command(flatten)]
+    load: CreateLoad,
     /// Times each kind of LIST is repeated.
     #[arg(long, default_value_t = 3)]
     repeat: usize,
     /// Page size of the paged LIST (kubectl's is 500).
     #[arg(long, default_value_t = 500)]
     page_size: u64,
-    /// Namespace to create the pods in (the LISTs are of all namespaces).
-    #[arg(long, default_value = "default")]
-    namespace: String,
     /// Also time the same pods read straight from etcd (one range read) next to the cache's
     /// LIST; runs the server on etcd (--etcd, else a private etcd started for the run).
     #[arg(long, conflicts_with = "server")]
@@ -270,17 +258,8 @@ pub async fn run(args: ListArgs) -> anyhow::Result<()> {
     }
     let server = ServerUnderTest::start(&server_args).await?;
     let prefix = format!("bench-{}", objects::run_tag());
-    eprintln!("bench: creating {} {:?}", args.objects, args.kind);
-    let (kind, create) = create_objects(
-        server.addr,
-        args.kind,
-        &args.namespace,
-        &prefix,
-        args.objects,
-        args.concurrency,
-        args.object_size,
-    )
-    .await?;
+    eprintln!("bench: creating {} {:?}", args.load.objects, args.load.kind);
+    let (kind, create) = create_objects(server.addr, &args.load, &prefix).await?;
     let collection = kind.all_namespaces();
     println!(
         "created {}/{} {} in {:.2} s ({:.0}/s, latency {})",
@@ -346,9 +325,9 @@ pub async fn run(args: ListArgs) -> anyhow::Result<()> {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         server: server.url.clone(),
         backend: server.backend.clone(),
-        kind: args.kind,
-        objects: args.objects,
-        object_size: args.object_size,
+        kind: args.load.kind,
+        objects: args.load.objects,
+        object_size: args.load.object_size,
         create,
         server_peak_rss_after_create_mib: peak_after_create,
         lists,
