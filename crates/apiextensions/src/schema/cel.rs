@@ -23,7 +23,7 @@
 //! much; listwatch does not (rules come from CRD authors, and objects are bounded in size).
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cel::objects::OptionalValue;
 use cel::{Context, Env, Program, Value as Cel};
@@ -51,6 +51,27 @@ fn env() -> Arc<Env> {
 fn compile(source: &str) -> Result<Program, String> {
     env().compile(source).map_err(|e| e.to_string())
 }
+
+/// The compiled program of a rule that compiled when its CRD was written, kept so that a
+/// rule on list items is not parsed again for every item of every write. Rules come from CRDs,
+/// so the set is small; it is emptied should it ever pass [`PROGRAMS_KEPT`].
+fn program(source: &str) -> Result<Arc<Program>, String> {
+    static PROGRAMS: OnceLock<Mutex<HashMap<String, Arc<Program>>>> = OnceLock::new();
+    let programs = PROGRAMS.get_or_init(Default::default);
+    if let Some(program) = programs.lock().expect("the CEL program cache").get(source) {
+        return Ok(program.clone());
+    }
+    let program = Arc::new(compile(source)?);
+    let mut kept = programs.lock().expect("the CEL program cache");
+    if kept.len() >= PROGRAMS_KEPT {
+        kept.clear();
+    }
+    kept.insert(source.to_owned(), program.clone());
+    Ok(program)
+}
+
+/// The most compiled rules kept at once.
+const PROGRAMS_KEPT: usize = 4096;
 
 /// The compilation errors of every rule under `schema` (at `path`, the schema's own path in the
 /// CRD): kube's `compilation failed: ...` on `x-kubernetes-validations[i].rule`.
@@ -174,7 +195,7 @@ fn run_rule(
     previous: Option<&Cel>,
 ) -> Option<FieldError> {
     let type_name = schema_type(schema);
-    let program = match compile(&rule.rule) {
+    let program = match program(&rule.rule) {
         Ok(p) => p,
         // Refused when the CRD was written; a CRD stored before then is reported, not trusted.
         Err(e) => return Some(errors::invalid_raw(path, &quote(type_name), &format!("compilation failed: {e}"))),
@@ -220,7 +241,7 @@ fn message(rule: &ValidationRule, context: &Context) -> Option<String> {
     if rule.message_expression.trim().is_empty() {
         return None;
     }
-    match compile(&rule.message_expression).ok()?.execute(context) {
+    match program(&rule.message_expression).ok()?.execute(context) {
         Ok(Cel::String(text)) if !text.trim().is_empty() => Some(text.to_string()),
         _ => None,
     }
