@@ -18,9 +18,14 @@ if ! cargo nextest --version >/dev/null 2>&1; then
     cargo install --locked cargo-nextest >&2
 fi
 
-# etcd 3.5 (fetched into the cache on first use) and Debian 12's 3.4, for the feature-gate tests.
+# Everything the tests install is installed here, once, before any test starts: tests run in
+# parallel, and each install script also locks and checks its own work for whoever calls it
+# alone. etcd 3.5 (fetched into the cache on first use) and Debian 12's 3.4, for the
+# feature-gate tests; the official Python client's virtualenv.
 scripts/etcd.sh path >/dev/null
 scripts/etcd.sh path --version 3.4 >/dev/null
+LISTWATCH_PYTHON=$(scripts/python-client.sh)
+export LISTWATCH_PYTHON
 
 etcd_info=$(scripts/etcd.sh start --unsafe --exit-with $$)
 etcd_pid=$(sed -n 's/^PID=//p' <<<"$etcd_info")

@@ -10,8 +10,13 @@ use crate::support::{Backend, Server};
 
 on_both_backends!(builtins_create_list_watch, custom_objects_through_a_crd,);
 
-/// The interpreter with the client installed (installed on first use).
+/// The interpreter with the client installed: `LISTWATCH_PYTHON` when `scripts/test.sh` installed
+/// it before the tests started, else installed now (the script locks, so parallel tests wait for
+/// one install).
 async fn python() -> String {
+    if let Ok(python) = std::env::var("LISTWATCH_PYTHON") {
+        return python;
+    }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/python-client.sh");
     let out = tokio::process::Command::new(script).output().await.expect("scripts/python-client.sh runs");
     assert!(out.status.success(), "scripts/python-client.sh failed: {}", String::from_utf8_lossy(&out.stderr));
