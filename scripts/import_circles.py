@@ -7,6 +7,8 @@ Reads every .rs file under the source directory, takes each `crate::`, `super::`
 module path it uses (re-exports and `mod` declarations are not uses; comments and `#[cfg(test)]
 mod tests` are skipped), and prints each strongly connected group of two or more files: files
 that import each other, directly or round a circle. `-v` also prints every file's imports.
+`--max N` exits 1 when a circle spans more than N files (scripts/test.sh runs it with 2 over
+every crate, so circles stay broken).
 """
 import os,re,sys
 root=sys.argv[1]
@@ -85,7 +87,13 @@ def sc(v):
         sccs.append(comp)
 for v in deps:
     if v not in idx: sc(v)
+limit=int(sys.argv[sys.argv.index('--max')+1]) if '--max' in sys.argv else None
+too_wide=False
 for s in sorted(sccs,key=len,reverse=True):
     if len(s)>1: print(len(s),sorted(s))
+    if limit is not None and len(s)>limit: too_wide=True
 if '-v' in sys.argv:
     for k in sorted(deps): print(k,'->',sorted(deps[k]))
+if too_wide:
+    print(f'{root}: an import circle spans more than {limit} files', file=sys.stderr)
+    sys.exit(1)

@@ -33,7 +33,11 @@ export LISTWATCH_ETCD_ENDPOINTS=$(sed -n 's/^ENDPOINT=//p' <<<"$etcd_info")
 trap 'scripts/etcd.sh stop "$etcd_pid" >/dev/null 2>&1 || true' EXIT
 echo "test.sh: shared etcd at $LISTWATCH_ETCD_ENDPOINTS" >&2
 
-# Lints are part of the suite: the whole workspace, every target, and the docs.
+# Lints are part of the suite: no import circle wider than two files in any crate, then the
+# whole workspace, every target, and the docs.
+for src in crates/*/src src; do
+    python3 scripts/import_circles.py "$src" --max 2 >/dev/null
+done
 cargo clippy --locked --workspace --all-targets -- -D warnings >&2
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps >&2
 

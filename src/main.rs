@@ -2,19 +2,18 @@
 //!
 //! * `listwatch serve`: the API server (embedded store by default, real etcd with `--etcd`).
 //! * `listwatch bench`: load generators that measure a server from a separate process (watch
-//!   fan-out, creates, LISTs, startup).
+//!   fan-out, creates, LISTs, startup); the `listwatch-bench` crate.
 //! * `listwatch informer`: a shared informer from the client crate, showing its cache fill,
 //!   sync and events.
 //! * `listwatch simulate`: runs a scenario of faults against servers and clients and checks the
-//!   watch guarantees.
+//!   watch guarantees; the `listwatch-runner` crate feeding `listwatch-simulator`'s checker.
+//!
+//! This file only dispatches: each subcommand's work lives in its crate, or, for `serve` and
+//! `informer`, in the module of its name.
 
-mod bench;
 mod informer;
 mod kubeconfig;
-mod plot;
-mod replay;
 mod serve;
-mod simulate;
 
 use std::io::IsTerminal;
 
@@ -32,12 +31,12 @@ enum Command {
     /// Serve the Kubernetes API.
     Serve(Box<serve::ServeArgs>),
     /// Measure a server: watch fan-out, creates, LISTs (starts one unless --server is given).
-    Bench(bench::BenchArgs),
+    Bench(listwatch_bench::BenchArgs),
     /// Run an informer on a resource: the cache filling, the synced moment, then events.
     Informer(informer::InformerArgs),
     /// Run a scenario of faults against servers and clients; exit 0 only if every watch
     /// guarantee held.
-    Simulate(simulate::SimulateArgs),
+    Simulate(listwatch_runner::SimulateArgs),
 }
 
 fn main() -> anyhow::Result<std::process::ExitCode> {
@@ -58,8 +57,8 @@ fn main() -> anyhow::Result<std::process::ExitCode> {
         .build()?;
     match cli.command {
         Command::Serve(args) => runtime.block_on(serve::run(*args)).map(|()| std::process::ExitCode::SUCCESS),
-        Command::Bench(args) => runtime.block_on(bench::run(args)).map(|()| std::process::ExitCode::SUCCESS),
+        Command::Bench(args) => runtime.block_on(listwatch_bench::run(args)).map(|()| std::process::ExitCode::SUCCESS),
         Command::Informer(args) => runtime.block_on(informer::run(args)).map(|()| std::process::ExitCode::SUCCESS),
-        Command::Simulate(args) => runtime.block_on(simulate::run(args)),
+        Command::Simulate(args) => runtime.block_on(listwatch_runner::run(args)),
     }
 }

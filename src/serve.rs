@@ -382,13 +382,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Some(path) => {
             // The replayed history holds the namespaces; its revisions start at 1.
             config.bootstrap_namespaces = false;
-            Some(crate::replay::read(path)?)
+            Some(listwatch_runner::replay::read(path)?)
         }
         None => None,
     };
     let state = listwatch_apiserver::start(config, storage).await.context("starting the API server")?;
     if let Some(changes) = replay {
-        tokio::spawn(crate::replay::run(state.clone(), changes, args.replay_speed));
+        tokio::spawn(listwatch_runner::replay::run(state.clone(), changes, args.replay_speed));
     }
     write_kubeconfigs(&args, &kubeconfig, &server, security)?;
     let serving = tokio::spawn(listwatch_apiserver::serve(listener, state.clone(), tls, shutdown_signal()));

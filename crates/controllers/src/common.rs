@@ -71,6 +71,9 @@ async fn work(name: &'static str, queue: Queue, sync: SyncFn) {
     }
 }
 
+/// The pods index by `spec.nodeName` ([`index_pods_by_node`]).
+pub(crate) const NODE_INDEX: &str = "spec.nodeName";
+
 /// Indexes `pods` by `spec.nodeName` (once, whichever controller asks first), as the
 /// scheduler and the node lifecycle controller look pods up by node. Finished pods
 /// (Succeeded, Failed) hold no place on their node and are left out, as kube-scheduler's
@@ -88,7 +91,7 @@ pub fn index_pods_by_node(pods: &SharedInformer<DynamicObject>) {
             .collect()
     });
     // A conflict is the index another controller added already.
-    let _ = pods.add_indexer(crate::scheduler::NODE_INDEX, by_node);
+    let _ = pods.add_indexer(NODE_INDEX, by_node);
 }
 
 /// apps/v1 ReplicaSets.

@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 
 use crate::common::{self, Workers};
 use crate::nodes::{LEASE_NAMESPACE, leases};
-use crate::scheduler::NODE_INDEX;
+use crate::common::NODE_INDEX;
 use crate::taints;
 
 /// The conditions a kubelet reports, which go Unknown when it stops.

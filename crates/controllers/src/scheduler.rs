@@ -27,15 +27,13 @@ use listwatch_client::{
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use crate::common::{self, Queue, Workers};
+use crate::common::{self, NODE_INDEX, Queue, Workers};
 use crate::taints;
 
 /// The scheduler name pods get by default.
 pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
 /// How often an unschedulable pod is tried again without any change.
 const RETRY_UNSCHEDULABLE: Duration = Duration::from_secs(60);
-/// The pods index by `spec.nodeName`.
-pub(crate) const NODE_INDEX: &str = "spec.nodeName";
 
 /// The scheduler's caches and its bookkeeping.
 pub struct Scheduler {

@@ -334,3 +334,15 @@ pub struct CacheReset {
     /// The storage revision the new cache starts at.
     pub revision: i64,
 }
+
+/// A write the server acknowledged (2xx) during a run: it must be in storage's history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Acknowledged {
+    /// `namespace/name`.
+    pub key: String,
+    /// The resourceVersion of the answer (for a delete: the object's before it).
+    pub revision: i64,
+    /// Whether it was a delete.
+    pub delete: bool,
+}

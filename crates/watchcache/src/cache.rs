@@ -387,7 +387,15 @@ impl WatchCache {
         // Queued events up to here are in the snapshot (or, for a start in the future, not
         // wanted): the watcher drops them.
         let snapshot_rv = start_rv.max(state_rv);
-        Ok(CacheWatcher::new(inner.clone(), id, options, start_rv, snapshot_rv, initial, rx))
+        let forget = {
+            let inner = Arc::downgrade(inner);
+            Box::new(move || {
+                if let Some(inner) = inner.upgrade() {
+                    inner.unregister(id);
+                }
+            })
+        };
+        Ok(CacheWatcher::new(inner.resource, forget, options, start_rv, snapshot_rv, initial, rx))
     }
 
     /// Ends every client watch of this resource (debug API; clients re-watch).

@@ -11,11 +11,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-use listwatch_meta::Object;
+use listwatch_meta::{Object, Resource, WatchEvent};
 use tokio::sync::mpsc;
-
-use crate::cache::Inner;
-use listwatch_meta::WatchEvent;
 
 use crate::event::{CacheEvent, Predicate};
 
@@ -75,10 +72,15 @@ pub(crate) enum Initial {
     Objects(Vec<Arc<Object>>),
 }
 
+/// What a watcher calls once when it is dropped: the cache's "forget this watcher" (as kube's
+/// cacheWatcher gets a `forget` function, not the cache), so a watcher knows nothing of the
+/// cache that feeds it.
+pub(crate) type Forget = Box<dyn FnOnce() + Send + Sync>;
+
 /// A running client watch on the cache. Dropping it unregisters it at once.
 pub struct CacheWatcher {
-    inner: Arc<Inner>,
-    id: u64,
+    resource: &'static Resource,
+    forget: Option<Forget>,
     /// Only this namespace's objects, and only the object of `name` if set (the live dispatch
     /// filters too; replayed history and the initial state are filtered here).
     namespace: Option<String>,
@@ -99,8 +101,8 @@ pub struct CacheWatcher {
 
 impl CacheWatcher {
     pub(crate) fn new(
-        inner: Arc<Inner>,
-        id: u64,
+        resource: &'static Resource,
+        forget: Forget,
         options: WatcherOptions,
         start_rv: i64,
         snapshot_rv: i64,
@@ -112,8 +114,8 @@ impl CacheWatcher {
             Initial::Objects(o) => (VecDeque::new(), o.into()),
         };
         CacheWatcher {
-            inner,
-            id,
+            resource,
+            forget: Some(forget),
             namespace: options.namespace,
             name: options.name,
             predicate: options.predicate,
@@ -160,7 +162,7 @@ impl CacheWatcher {
     }
 
     fn take_initial(&mut self, out: &mut Vec<WatchEvent>, max: usize) {
-        let resource = self.inner.resource;
+        let resource = self.resource;
         let limit = out.len() + max;
         while out.len() < limit {
             if let Some(event) = self.initial_events.pop_front() {
@@ -196,7 +198,7 @@ impl CacheWatcher {
                     return;
                 }
                 self.last_rv = self.last_rv.max(event.resource_version);
-                if let Some(e) = event.for_watcher(self.inner.resource, self.predicate.as_ref()) {
+                if let Some(e) = event.for_watcher(self.resource, self.predicate.as_ref()) {
                     out.push(e);
                 }
             }
@@ -214,6 +216,8 @@ impl CacheWatcher {
 
 impl Drop for CacheWatcher {
     fn drop(&mut self) {
-        self.inner.unregister(self.id);
+        if let Some(forget) = self.forget.take() {
+            forget();
+        }
     }
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::checks::{Expected, expect_sequence};
+use crate::checks::expect::{Expected, expect_sequence};
 use crate::fixture::Fixture;
 use crate::watch::{Read, WatchEvent};
 use crate::{CheckFailure, Target};

@@ -5,7 +5,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::checks::{Expected, expect_sequence};
+use crate::checks::expect::{Expected, expect_sequence};
 use crate::fixture::{CHECK_LABEL, Fixture, read_until_added, rv};
 use crate::watch::{EVENT_TIMEOUT, WatchEvent, WatchStream};
 use crate::{CheckFailure, Target};

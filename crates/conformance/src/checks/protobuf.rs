@@ -32,7 +32,7 @@ use listwatch_proto::prost_reflect::{DynamicMessage, Value as ProtoValue};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::checks::{Expected, expect_sequence};
+use crate::checks::expect::{Expected, expect_sequence};
 use crate::fixture::{CHECK_LABEL, Fixture, encode, rv};
 use crate::http::ApiResponse;
 use crate::proto::{

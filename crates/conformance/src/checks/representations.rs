@@ -17,7 +17,7 @@ use bytes::Bytes;
 use reqwest::Method;
 use serde_json::{Map, Value, json};
 
-use crate::checks::{Expected, expect_sequence};
+use crate::checks::expect::{Expected, expect_sequence};
 use crate::fixture::{CHECK_LABEL, Fixture, encode, rv};
 use crate::http::{ApiResponse, Status};
 use crate::resource::Resource;

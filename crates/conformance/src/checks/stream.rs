@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crate::checks::{Expected, expect_sequence};
+use crate::checks::expect::{Expected, expect_sequence};
 use crate::fixture::{Fixture, encode};
 use crate::http::truncate;
 use crate::watch::{EVENT_TIMEOUT, Read, WatchStream};

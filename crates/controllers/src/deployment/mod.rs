@@ -104,7 +104,7 @@ impl DeploymentController {
             return Ok(None);
         };
         let owned = self.claim_replicasets(&d, &spec).await?;
-        let mut sync = replicasets::Sync::new(self, (*d).clone(), spec, owned);
+        let mut sync = replicasets::Sync::new(&self.client, (*d).clone(), spec, owned);
         if common::is_deleting(&d) {
             // kube only reports status then; the garbage collector removes what it owns.
             return sync.update_status().await;

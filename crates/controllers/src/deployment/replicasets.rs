@@ -4,11 +4,11 @@
 //! steps of the same sync see it.
 
 use anyhow::Context as _;
-use listwatch_client::{Api, DynamicObject, Object as _, Patch};
+use listwatch_client::{Api, ApiResource, Client, DynamicObject, Object as _, Patch};
 use serde_json::{Map, Value, json};
 
+use super::hash;
 use super::spec::{self, DESIRED_REPLICAS, MAX_REPLICAS, REVISION, Spec};
-use super::{DeploymentController, hash};
 use crate::common;
 use crate::replicaset::ignore_gone;
 
@@ -23,7 +23,7 @@ const NOT_COPIED: &[&str] = &[
 
 /// The state of one sync.
 pub struct Sync<'a> {
-    controller: &'a DeploymentController,
+    client: &'a Client,
     /// The Deployment, as last written or read.
     pub d: DynamicObject,
     /// Its spec, defaulted.
@@ -36,21 +36,21 @@ pub struct Sync<'a> {
 
 impl<'a> Sync<'a> {
     /// A sync of `d`, which owns `replicasets`.
-    pub fn new(
-        controller: &'a DeploymentController,
-        d: DynamicObject,
-        spec: Spec,
-        replicasets: Vec<DynamicObject>,
-    ) -> Sync<'a> {
-        Sync { controller, d, spec, replicasets, created: None }
+    pub fn new(client: &'a Client, d: DynamicObject, spec: Spec, replicasets: Vec<DynamicObject>) -> Sync<'a> {
+        Sync { client, d, spec, replicasets, created: None }
     }
 
     fn namespace(&self) -> String {
         self.d.namespace().unwrap_or_default().to_string()
     }
 
+    /// The Deployment's namespace's `resource`.
+    fn api_of(&self, resource: ApiResource) -> Api<DynamicObject> {
+        Api::new(self.client.clone(), resource, Some(&self.namespace()))
+    }
+
     fn api(&self) -> Api<DynamicObject> {
-        self.controller.api(common::replicasets(), &self.namespace())
+        self.api_of(common::replicasets())
     }
 
     /// The ReplicaSet of the current template (the oldest, should there be several).
@@ -87,7 +87,7 @@ impl<'a> Sync<'a> {
         }
         let revision = self.new_rs().map(spec::revision).unwrap_or(0).to_string();
         if self.d.annotation(REVISION) != Some(revision.as_str()) {
-            let api = self.controller.api(super::deployments(), &self.namespace());
+            let api = self.api_of(ApiResource::deployments());
             let patch = json!({"metadata": {"annotations": {REVISION: revision}}});
             self.d = api.patch(self.d.name(), &Patch::Merge(patch)).await?;
         }
@@ -149,7 +149,7 @@ impl<'a> Sync<'a> {
                     self.replace(existing);
                     return Ok(());
                 }
-                let api = self.controller.api(super::deployments(), &self.namespace());
+                let api = self.api_of(ApiResource::deployments());
                 let patch = json!({"status": {"collisionCount": collision_count.unwrap_or(0) + 1}});
                 api.patch_status(self.d.name(), &Patch::Merge(patch)).await?;
                 anyhow::bail!("ReplicaSet {name} exists with another template; collisionCount raised")
@@ -215,7 +215,7 @@ impl<'a> Sync<'a> {
 
     /// Writes `status` to the Deployment when it changed.
     pub async fn write_status(&mut self, status: Value) -> anyhow::Result<()> {
-        let api = self.controller.api(super::deployments(), &self.namespace());
+        let api = self.api_of(ApiResource::deployments());
         match api.patch_status(self.d.name(), &Patch::Merge(json!({ "status": status }))).await {
             Ok(updated) => {
                 self.d = updated;

@@ -28,6 +28,7 @@ use rand::Rng;
 use serde::Deserialize;
 use serde_json::Value;
 
+mod de;
 pub mod model;
 pub mod path;
 pub mod template;
@@ -141,29 +142,6 @@ fn located(name: &str, error: &serde_yaml_ng::Error) -> String {
         Some(at) => format!("{name}:{}:{}: {message}", at.line(), at.column()),
         None => format!("{name}: {message}"),
     }
-}
-
-/// Reads a string with `parse`, inside the deserializer's visit of the string, where
-/// serde_yaml knows the string's line and column.
-fn parse_str<'de, D, T>(
-    deserializer: D,
-    expecting: &'static str,
-    parse: impl FnOnce(&str) -> Result<T, String>,
-) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    struct Visit<F>(&'static str, F);
-    impl<T, F: FnOnce(&str) -> Result<T, String>> serde::de::Visitor<'_> for Visit<F> {
-        type Value = T;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str(self.0)
-        }
-        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<T, E> {
-            (self.1)(text).map_err(E::custom)
-        }
-    }
-    deserializer.deserialize_str(Visit(expecting, parse))
 }
 
 /// Whether `stage` selects `object`.

@@ -67,7 +67,7 @@ impl fmt::Debug for JsonPath {
 
 impl<'de> Deserialize<'de> for JsonPath {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        super::parse_str(deserializer, "a path such as .status.phase", |text| {
+        super::de::parse_str(deserializer, "a path such as .status.phase", |text| {
             JsonPath::parse(text).map_err(|e| format!("path {text:?}: {e}"))
         })
     }

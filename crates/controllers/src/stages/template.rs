@@ -125,7 +125,7 @@ impl<'de> Deserialize<'de> for StatusTemplate {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // Parsed inside the visitor, so serde_yaml places an error at the template, not at the
         // mapping around it.
-        super::parse_str(deserializer, "a status template (YAML text)", StatusTemplate::parse)
+        super::de::parse_str(deserializer, "a status template (YAML text)", StatusTemplate::parse)
     }
 }
 

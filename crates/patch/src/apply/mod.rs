@@ -75,7 +75,8 @@ pub use manager_name::{
     BEFORE_FIRST_APPLY, FIELD_MANAGER_MAX_LENGTH, KUBECTL, KUBECTL_CLIENT_SIDE_APPLY, KUBECTL_LAST_APPLIED,
     UNKNOWN_MANAGER, kubectl_manager, manager_or_user_agent, prefix_from_user_agent,
 };
-pub use schema::{ApplySchema, DeducedSchema, ListType, MapType, OpenApiSchema, list_type_of_strategy};
+pub use crate::schema::ListType;
+pub use schema::{ApplySchema, DeducedSchema, MapType, OpenApiSchema, list_type_of_strategy};
 
 use managed::{Managed, VersionedSet};
 use typed::{validate, validation_message};

@@ -16,28 +16,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::schema::{ListStrategy, PatchSchema, TableSchema};
-
-/// How a list merges and is owned.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum ListType {
-    /// Replaced and owned as one value (the default).
-    Atomic,
-    /// Scalars, each item owned separately (`v:` elements).
-    Set,
-    /// Objects identified by the values of their key fields (`k:` elements).
-    Map {
-        /// The key fields, e.g. `["containerPort", "protocol"]`.
-        keys: Vec<String>,
-    },
-}
-
-impl ListType {
-    /// A list-map keyed by `keys`.
-    pub fn map<I: Into<String>>(keys: impl IntoIterator<Item = I>) -> ListType {
-        ListType::Map { keys: keys.into_iter().map(Into::into).collect() }
-    }
-}
+use crate::schema::{ListStrategy, ListType, PatchSchema, TableSchema};
 
 /// How an object (struct or map) merges and is owned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

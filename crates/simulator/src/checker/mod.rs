@@ -15,6 +15,7 @@ mod gone;
 mod initial;
 mod judge;
 mod live;
+mod run;
 mod scope;
 mod verdict;
 mod view;
@@ -24,6 +25,7 @@ use std::collections::HashMap;
 
 use crate::record::{ClientRecord, HistoryEvent, Known};
 
+pub use run::{RunLimits, run_checks};
 pub use verdict::{ClientVerdict, DETAILS_PER_GUARANTEE, Guarantee, Verdict, Violation};
 
 use gone::GoneJudge;

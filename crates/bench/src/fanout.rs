@@ -492,9 +492,6 @@ fn sum(counters: &[Arc<WatcherCounters>], field: impl Fn(&WatcherCounters) -> &A
 }
 
 pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
-    if args.compare || !args.sweep.is_empty() {
-        return super::compare::run(args).await;
-    }
     let server = ServerUnderTest::start(&args.server).await?;
     let result = measure(&args, &server, None).await.map_err(|e| server.annotate(e))?;
     print_summary(&result);

@@ -30,65 +30,12 @@ use serde::Serialize;
 
 use super::ServerArgs;
 use super::etcd_direct::{self, DirectPlan, PrivateEtcd};
-use super::fanout::{self, FanoutArgs, FanoutResult};
+use super::fanout::{self, FanoutArgs};
+use super::row::Row;
 use super::report::{self, LatencySummary};
 use super::server::ServerUnderTest;
 use super::transport::{Transport, WireEncoding};
 
-/// One row of the comparison: what one system delivered to the same watchers for the same
-/// writes, at one point of a sweep.
-#[derive(Clone, Debug, Serialize)]
-pub struct Row {
-    /// `listwatch`, `listwatch-etcd`, `listwatch-uncached`, `etcd-direct` or `raw-ceiling`.
-    pub name: String,
-    pub watchers: usize,
-    pub object_size: usize,
-    pub transport: Transport,
-    pub encoding: WireEncoding,
-    /// Delivered events / (first write → last event received), over all watchers.
-    pub events_per_sec: f64,
-    pub latency_p50_ms: f64,
-    pub latency_p99_ms: f64,
-    /// Write sent → event received, over every delivered event.
-    pub latency: LatencySummary,
-    /// CPU of the process that serves the watchers (listwatch, etcd, the raw broadcaster),
-    /// in cores over the measured span.
-    pub server_cpu_cores: Option<f64>,
-    pub server_peak_rss_bytes: Option<u64>,
-    /// etcd's own CPU when etcd is behind the server (the listwatch-on-etcd rows).
-    pub etcd_cpu_cores: Option<f64>,
-    pub writes: u64,
-    pub writes_per_sec: f64,
-    /// Events every watcher should have had but did not (0 when the row is complete).
-    pub missing_events: u64,
-    /// How this row was set up (connections, what serves the watches).
-    pub note: String,
-}
-
-impl Row {
-    /// A row from a `bench fanout` run.
-    fn of_fanout(name: &str, args: &FanoutArgs, result: &FanoutResult, note: String) -> Row {
-        let (d, u) = (&result.delivery, &result.usage);
-        Row {
-            name: name.to_string(),
-            watchers: args.watchers,
-            object_size: args.object_size,
-            transport: args.transport,
-            encoding: args.encoding,
-            events_per_sec: d.events_per_second,
-            latency_p50_ms: d.latency.p50_ms,
-            latency_p99_ms: d.latency.p99_ms,
-            latency: d.latency.clone(),
-            server_cpu_cores: u.server_cpu_cores,
-            server_peak_rss_bytes: u.server_peak_rss_mib.map(|m| (m * 1024.0 * 1024.0) as u64),
-            etcd_cpu_cores: u.etcd_cpu_cores,
-            writes: result.writes.succeeded,
-            writes_per_sec: result.writes.per_second,
-            missing_events: result.completeness.missing,
-            note,
-        }
-    }
-}
 
 /// The swept dimensions (`--sweep KEY=V1,V2`).
 #[derive(Default, Debug)]

@@ -1,4 +1,4 @@
-//! What every picture the binary draws shares (the simulator's timelines, the benches' sweep
+//! What every picture the tools draw shares (the simulator's timelines, the benches' sweep
 //! plots): one palette, one way to report a drawing failure.
 
 use plotters::style::RGBColor;

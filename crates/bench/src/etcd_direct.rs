@@ -38,7 +38,7 @@ use hdrhistogram::Histogram;
 use listwatch_testkit::etcd::{EtcdProcess, EtcdProcessOptions};
 use tokio::sync::{Semaphore, oneshot, watch};
 
-use super::compare::Row;
+use super::row::Row;
 use super::fanout::{WriteRate, parse_rate};
 use super::objects;
 use super::report::{self, LatencySummary};

@@ -186,7 +186,7 @@ impl Default for Workload {
 }
 
 /// A group of identical in-process clients (our reflector).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ClientSpec {
     /// A name; the clients are `<name>-0`, `<name>-1`, ...
@@ -356,9 +356,12 @@ pub enum Fault {
     PauseClient {
         /// The client (`<name>-<i>`).
         client: String,
-        /// How long it stops reading.
+        /// How long it stops reading (at least).
         #[serde(rename = "for")]
         duration: Dur,
+        /// Go on not reading after `for` until the server has closed a watch for being slow
+        /// (its queue overflowed), so the fault has always taken effect when the pause ends.
+        until_closed: bool,
     },
     /// Change how often watchers get bookmarks (kube: once a minute); `0s` restores it.
     BookmarkInterval {
@@ -523,7 +526,11 @@ fn read_fault<'de, A: MapAccess<'de>>(name: &str, map: &mut A) -> Result<Fault, 
             .next_value::<EtcdKillArgs>()
             .map(|a| Fault::EtcdKill { member: a.member, restart_after: a.restart_after })?,
         "pauseClient" => {
-            map.next_value::<PauseArgs>().map(|a| Fault::PauseClient { client: a.client, duration: a.duration })?
+            map.next_value::<PauseArgs>().map(|a| Fault::PauseClient {
+                client: a.client,
+                duration: a.duration,
+                until_closed: a.until_closed,
+            })?
         }
         "bookmarkInterval" => {
             map.next_value::<BookmarkArgs>().map(|a| Fault::BookmarkInterval { interval: a.interval })?
@@ -628,10 +635,13 @@ struct BookmarkArgs {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct PauseArgs {
     client: String,
     #[serde(rename = "for")]
     duration: Dur,
+    #[serde(default)]
+    until_closed: bool,
 }
 
 #[derive(Deserialize)]

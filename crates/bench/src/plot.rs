@@ -9,8 +9,8 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::compare::Row;
-use crate::plot::{PALETTE, draw_error};
+use super::row::Row;
+use listwatch_testkit::plot::{PALETTE, draw_error};
 
 /// Which parameter runs across.
 #[derive(Clone, Copy)]

@@ -452,8 +452,8 @@ pub async fn raw_stats(addr: SocketAddr) -> anyhow::Result<RawStats> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::decode::{Decoded, EventDecoder, resource_version_of};
-    use crate::bench::transport::{Connector, Opened, Transport, WatchStream, WireEncoding};
+    use crate::decode::{Decoded, EventDecoder, resource_version_of};
+    use crate::transport::{Connector, Opened, Transport, WatchStream, WireEncoding};
 
     /// A broadcaster in this process, on a free port.
     async fn broadcaster(watcher_queue: usize) -> SocketAddr {

@@ -10,7 +10,7 @@ use anyhow::Context;
 use listwatch_simulator::record::{ClientRecord, Delivery, ListResult};
 use plotters::prelude::*;
 
-use crate::plot::{PALETTE, draw_error};
+use listwatch_testkit::plot::{PALETTE, draw_error};
 
 /// What the picture shows.
 pub struct TimelineData<'a> {

@@ -15,18 +15,9 @@ use rand::{Rng, SeedableRng};
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::scenario::{DeploymentChurn, Workload};
+use listwatch_simulator::record::Acknowledged;
 
-/// A write the server acknowledged (2xx): the key and the revision it answered with.
-#[derive(Debug, Clone)]
-pub struct Acknowledged {
-    /// `namespace/name`.
-    pub key: String,
-    /// The resourceVersion of the answer (for a delete: the object's before it).
-    pub revision: i64,
-    /// Whether it was a delete.
-    pub delete: bool,
-}
+use super::scenario::{DeploymentChurn, Workload};
 
 /// What the writer did.
 #[derive(Debug, Default)]

@@ -35,6 +35,7 @@ mod objects;
 mod plot;
 mod raw;
 mod report;
+mod row;
 mod rv_log;
 mod server;
 mod startup;
@@ -77,27 +78,29 @@ enum BenchCommand {
 pub struct ServerArgs {
     /// Measure this running server instead of starting one (e.g. http://127.0.0.1:8080).
     #[arg(long)]
-    pub(super) server: Option<String>,
+    pub(crate) server: Option<String>,
     /// With --server: its process id, to report its CPU seconds and peak RSS.
     #[arg(long, requires = "server")]
-    pub(super) server_pid: Option<u32>,
+    pub(crate) server_pid: Option<u32>,
     /// Start the server on these etcd endpoints (comma-separated) instead of the embedded store.
     #[arg(long, conflicts_with = "server")]
-    pub(super) etcd: Option<String>,
+    pub(crate) etcd: Option<String>,
     /// Extra argument for the started `listwatch serve` (repeat it), e.g. `--serve-arg=--watcher-queue=1000`.
     #[arg(long, allow_hyphen_values = true, conflicts_with = "server")]
-    pub(super) serve_arg: Vec<String>,
+    pub(crate) serve_arg: Vec<String>,
     /// Measure the raw broadcaster instead of listwatch: the machine's ceiling, with no HTTP or
     /// JSON work on the watch path (`bench fanout --transport raw`). Of the --serve-arg flags it
     /// takes `--watcher-queue=N`.
     #[arg(long, conflicts_with_all = ["server", "etcd"])]
-    pub(super) raw_broadcaster: bool,
+    pub(crate) raw_broadcaster: bool,
 }
 
 /// Runs a bench command on the current (multi-threaded) runtime.
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     server::raise_open_files_limit();
     match args.command {
+        // `--compare` and `--sweep` run several systems, each measured as a plain run is.
+        BenchCommand::Fanout(args) if args.compare || !args.sweep.is_empty() => compare::run(args).await,
         BenchCommand::Fanout(args) => fanout::run(args).await,
         BenchCommand::Create(args) => create::run(args).await,
         BenchCommand::List(args) => list::run(args).await,
