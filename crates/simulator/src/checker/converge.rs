@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::record::ObjectState;
 
-use super::view::{Held, ObjectKey};
+use crate::view::{Held, ObjectKey};
 
 /// Every key where `store` differs from `expected`, in namespace/name order, said for a person.
 pub(crate) fn differences(expected: &BTreeMap<ObjectKey, Held>, store: &[ObjectState]) -> Vec<String> {

@@ -13,7 +13,7 @@ use crate::record::{Delivery, EventKind};
 
 use super::judge::{Delivered, Step, WatchCheck};
 use super::verdict::Guarantee;
-use super::view::ObjectKey;
+use crate::view::ObjectKey;
 
 /// Where the initial events ended.
 pub(super) struct InitialEnd {

@@ -8,7 +8,7 @@ use crate::record::{Delivery, EventKind};
 
 use super::gone::GoneJudge;
 use super::verdict::{Findings, Guarantee};
-use super::view::{ObjectKey, ScopedHistory};
+use crate::view::{ObjectKey, ScopedHistory};
 
 /// A delivery, read for judging.
 pub(super) enum Step<'a> {

@@ -23,7 +23,7 @@ use crate::record::Delivery;
 use super::initial::InitialEnd;
 use super::judge::{Delivered, Step, WatchCheck};
 use super::verdict::Guarantee;
-use super::view::ObjectKey;
+use crate::view::ObjectKey;
 
 /// Where a watch's live events start.
 pub(super) enum LiveStart {

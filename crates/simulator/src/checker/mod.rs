@@ -16,9 +16,7 @@ mod initial;
 mod judge;
 mod live;
 mod run;
-mod scope;
 mod verdict;
-mod view;
 mod watch;
 
 use std::collections::HashMap;
@@ -29,9 +27,9 @@ pub use run::{RunLimits, run_checks};
 pub use verdict::{ClientVerdict, DETAILS_PER_GUARANTEE, Guarantee, Verdict, Violation};
 
 use gone::GoneJudge;
-use scope::{Scope, ScopeText};
+use crate::scope::{Scope, ScopeText};
 use verdict::Findings;
-use view::ScopedHistory;
+use crate::view::ScopedHistory;
 
 /// Judges a run: `history` is storage's change log, `clients` what each client observed, `known`
 /// what the run did on purpose that makes a 410 deserved.

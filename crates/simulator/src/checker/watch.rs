@@ -18,7 +18,7 @@ use super::gone::GoneJudge;
 use super::judge::{Step, WatchCheck};
 use super::live::LiveStart;
 use super::verdict::{Findings, Guarantee};
-use super::view::ScopedHistory;
+use crate::view::ScopedHistory;
 
 /// What a watch asked for with its `resourceVersion`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

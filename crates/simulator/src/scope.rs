@@ -47,7 +47,7 @@ impl ScopeText {
         )
     }
 
-    fn new(
+    pub(crate) fn new(
         group: &str,
         resource: &str,
         namespace: Option<&str>,

@@ -20,7 +20,7 @@ use std::fmt;
 
 use crate::record::{Change, EventKind, HistoryEvent};
 
-use super::scope::Scope;
+use crate::scope::Scope;
 
 /// An object's identity within one resource.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
