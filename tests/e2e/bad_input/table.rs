@@ -16,7 +16,7 @@ pub struct Case {
     pub known: Option<KnownDifference>,
 }
 
-/// A difference from kube-apiserver that is known and stated (the README lists them). The
+/// A difference from kube-apiserver that is known and stated (docs/differences.md lists them). The
 /// row then asserts listwatch's own answer, so it still catches a 500, a hang or a write,
 /// and it reports when the answer has become kube's (time to drop the difference).
 pub struct KnownDifference {
