@@ -4,7 +4,7 @@
 #   alternating (ConfigMaps, widgets, ConfigMaps, widgets), 1,000 watchers, writes as fast as
 #   they go and at 250/s, 15 s each;
 # * LIST of 100,000 widgets and of 100,000 pods (1 KiB each) from the cache, consistent and paged.
-# Results go to benches/results/ (fanout-kinds-*.json, list-*-100000.json).
+# Results go to crates/bench/results/ (fanout-kinds-*.json, list-*-100000.json).
 #
 #   scripts/bench-custom-resources.sh [path/to/listwatch] [rounds]
 set -euo pipefail
@@ -12,13 +12,13 @@ cd "$(dirname "$0")/.."
 . scripts/setup.sh
 bin=${1:-$CARGO_TARGET_DIR/release/listwatch}
 rounds=${2:-2}
-mkdir -p benches/results
+mkdir -p crates/bench/results
 for round in $(seq 1 "$rounds"); do
     for kind in configmaps widgets; do
         for rate in max 250; do
             echo "=== $kind, round $round, writes/s $rate"
             "$bin" bench fanout --kind "$kind" --watchers 1000 --writes-per-sec "$rate" --duration 15s \
-                --output "benches/results/fanout-kinds-$kind-$rate-$round.json" 2>&1 |
+                --output "crates/bench/results/fanout-kinds-$kind-$rate-$round.json" 2>&1 |
                 grep -E "^(writes|delivered|latency|complete|usage):"
         done
     done
@@ -26,5 +26,5 @@ done
 for kind in widgets pods; do
     echo "=== LIST of 100,000 $kind"
     "$bin" bench list --kind "$kind" --objects 100000 --repeat 5 \
-        --output "benches/results/list-$kind-100000.json" 2>&1 | grep -vE '^bench:'
+        --output "crates/bench/results/list-$kind-100000.json" 2>&1 | grep -vE '^bench:'
 done

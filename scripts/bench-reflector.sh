@@ -22,8 +22,8 @@
 # Events per CPU second = events / (user + system CPU seconds of the client process during the
 # watch phase); peak RSS = the client's VmHWM over the whole run (list included).
 #
-# Clients: our `crates/client/examples/reflector_bench` (built in the workspace) and
-# `benches/kube-rs-reflector` (kube 5, its own workspace and target directory,
+# Clients: our `crates/bench/examples/reflector_bench` (built in the workspace) and
+# `crates/bench/kube-rs` (kube 5, its own workspace and target directory,
 # $LISTWATCH_CACHE/target-kube-rs; nothing else builds it). CLIENTS="listwatch kube-rs" picks.
 # JSON lines go to $RESULTS (default: a temporary file, printed at the end). A client that has
 # not taken in its events CLIENT_TIMEOUT seconds (300) after the updates is stopped.
@@ -44,9 +44,9 @@ case "$MODE" in backlog | live) ;; *) echo "MODE must be backlog or live" >&2; e
 
 echo "bench-reflector: building (release)" >&2
 cargo build --release --locked -p listwatch --bin listwatch >&2
-cargo build --release --locked -p listwatch-client --example reflector_bench >&2
+cargo build --release --locked -p listwatch-bench --example reflector_bench >&2
 KUBE_TARGET="$LISTWATCH_CACHE/target-kube-rs"
-CARGO_TARGET_DIR="$KUBE_TARGET" cargo build --release --locked --manifest-path benches/kube-rs-reflector/Cargo.toml >&2
+CARGO_TARGET_DIR="$KUBE_TARGET" cargo build --release --locked --manifest-path crates/bench/kube-rs/Cargo.toml >&2
 LISTWATCH="$CARGO_TARGET_DIR/release/listwatch"
 OURS="$CARGO_TARGET_DIR/release/examples/reflector_bench"
 KUBE="$KUBE_TARGET/release/kube-rs-reflector-bench"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the kube-rs programs the end-to-end tests run against listwatch (`kube` 5, in
-# benches/kube-rs-reflector: its own workspace and lock file, built into
+# crates/bench/kube-rs: its own workspace and lock file, built into
 # $LISTWATCH_CACHE/target-kube-rs, release) and prints the directory holding them.
 #
 #   scripts/kube-rs-programs.sh        # e.g. .../target-kube-rs/release
@@ -9,5 +9,5 @@ cd "$(dirname "$0")/.."
 LISTWATCH_CACHE="${LISTWATCH_CACHE:-${HOME:?HOME is not set}/.cache/listwatch}"
 target="$LISTWATCH_CACHE/target-kube-rs"
 CARGO_TARGET_DIR="$target" cargo build --release --locked --quiet \
-    --manifest-path benches/kube-rs-reflector/Cargo.toml --bin kube_rs_custom_resource >&2
+    --manifest-path crates/bench/kube-rs/Cargo.toml --bin kube_rs_custom_resource >&2
 echo "$target/release"

@@ -53,6 +53,10 @@ pub struct ServeArgs {
     /// outages and faults on watch streams, stream storage's history).
     #[arg(long)]
     enable_debug_api: bool,
+    /// Judge every client from what it asks and is sent (the client audit): findings at
+    /// `GET /debug/listwatch/clients` and per client and rule in `/metrics`.
+    #[arg(long)]
+    audit_clients: bool,
     /// Serve reads and watches from watch caches.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     watch_cache: bool,
@@ -199,6 +203,7 @@ fn server_config(args: &ServeArgs, advertise: String) -> anyhow::Result<ServerCo
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
         read_header_timeout: (!args.read_header_timeout.is_zero()).then_some(args.read_header_timeout),
         break_watch: args.break_watch,
+        audit_clients: args.audit_clients.then(Default::default),
         ..Default::default()
     };
     config.cache.window = args.watch_cache_window;

@@ -1,4 +1,4 @@
-//! kube-rs (`kube` 5) against listwatch: the programs in `benches/kube-rs-reflector/src/bin`
+//! kube-rs (`kube` 5) against listwatch: the programs in `crates/bench/kube-rs/src/bin`
 //! do what a kube-rs controller does and print `ok` when every check held. They are built by
 //! `scripts/kube-rs-programs.sh` (scripts/test.sh runs it first and says where, in
 //! `LISTWATCH_KUBE_RS_PROGRAMS`; run alone, the test builds them).

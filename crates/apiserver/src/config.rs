@@ -53,6 +53,9 @@ pub struct ServerConfig {
     /// when the debug API is on (`POST /debug/listwatch/storage/outage`); `None` when storage
     /// is not wrapped, and outages cannot be injected.
     pub storage_outage: Option<Outage>,
+    /// `--audit-clients`: record and judge every client's requests (the client audit), with
+    /// these thresholds; `None` records nothing.
+    pub audit_clients: Option<listwatch_simulator::audit::Thresholds>,
 }
 
 impl Default for ServerConfig {
@@ -75,6 +78,7 @@ impl Default for ServerConfig {
             break_watch: WatchBreaker::None,
             storage_outage: None,
             bootstrap_namespaces: true,
+            audit_clients: None,
         }
     }
 }

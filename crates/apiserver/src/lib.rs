@@ -9,6 +9,7 @@
 //! * [`transport`]: the listener, connections (TLS, HTTP/2, header limits), the max-in-flight
 //!   filter, response bodies, and the watch pump with its chunked and WebSocket framings;
 //! * [`authn`]: who is asking (token file, client certificates, anonymous);
+//! * [`client_audit`]: what each client asked and was sent, judged by the client audit;
 //! * [`controllers`]: the garbage collector, graceful deletion, namespace cleanup;
 //! * [`state`]: what handlers and controllers share ([`ApiState`]), built from [`config`];
 //! * [`customresources`]: the resources CRDs add while the server runs, beside the built-ins;
@@ -24,6 +25,7 @@
 #![allow(rustdoc::private_intra_doc_links)]
 
 pub mod authn;
+pub mod client_audit;
 mod config;
 mod controllers;
 mod customresources;

@@ -8,6 +8,7 @@ use listwatch_storage::{Storage, StorageError};
 use serde_json::Value;
 
 use crate::config::ServerConfig;
+use crate::client_audit::{Peer, identity};
 use crate::state::ApiState;
 
 /// Namespaces kube-apiserver creates at startup.
@@ -72,8 +73,8 @@ pub async fn serve(
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
+                let (stream, peer) = match accepted {
+                    Ok(accepted) => accepted,
                     Err(e) => {
                         accept_delay = (accept_delay * 2).clamp(Duration::from_millis(5), Duration::from_secs(1));
                         tracing::warn!(error = %e, retry_in_ms = accept_delay.as_millis() as u64, "accept failed");
@@ -89,7 +90,25 @@ pub async fn serve(
                     // inline one for as long as the request lives (a watch: for hours), where
                     // a box is freed once the response head is out. ~7 KB less per watcher.
                     Box::pin(async move {
-                        crate::transport::limits::admit_then(&limits, req, |req| crate::handlers::handle(state, req)).await
+                        let Some(audit) = state.client_audit.clone() else {
+                            return crate::transport::limits::admit_then(&limits, req, |req| {
+                                crate::handlers::handle(state, req)
+                            })
+                            .await;
+                        };
+                        // Recorded around the in-flight limit, whose 429s are answers too.
+                        let (mut parts, body) = req.into_parts();
+                        parts.extensions.insert(Peer(peer));
+                        let client = identity::of(&parts, &state.config.authentication);
+                        let recording = audit.begin(&mut parts, client);
+                        let req = http::Request::from_parts(parts, body);
+                        let response =
+                            crate::transport::limits::admit_then(&limits, req, |req| crate::handlers::handle(state, req))
+                                .await;
+                        if let (Some(recording), Ok(response)) = (recording, &response) {
+                            recording.finish(&audit, response);
+                        }
+                        response
                     })
                 });
                 tokio::spawn(crate::transport::conn::serve(

@@ -12,6 +12,7 @@ use listwatch_storage::{BackendVersion, Storage, StorageError};
 use listwatch_watchcache::WatchCache;
 use tokio::sync::watch;
 
+use crate::client_audit::ClientAudit;
 use crate::config::ServerConfig;
 use crate::customresources::CustomResources;
 use crate::faults::{Throttle, WatchFaults};
@@ -37,6 +38,8 @@ pub struct ApiState {
     /// What the debug API (and `--break-watch`) injects into watch streams; every stream's
     /// pump holds it.
     pub watch_faults: Arc<WatchFaults>,
+    /// The client audit's recorder (`--audit-clients`).
+    pub client_audit: Option<Arc<ClientAudit>>,
     /// Flips to true on shutdown: open watches end.
     pub shutdown: watch::Receiver<bool>,
     shutdown_tx: watch::Sender<bool>,
@@ -57,6 +60,11 @@ impl ApiState {
         }
         let (shutdown_tx, shutdown) = watch::channel(false);
         let watch_faults = Arc::new(WatchFaults::new(config.break_watch));
+        let client_audit = config.audit_clients.clone().map(|thresholds| {
+            let audit = ClientAudit::new(&config.advertise_address, thresholds);
+            audit.changes.follow(storage.clone(), config.storage_root.clone(), shutdown.clone());
+            Arc::new(audit)
+        });
         let mut state = ApiState {
             config,
             storage,
@@ -67,6 +75,7 @@ impl ApiState {
             consistent_reads_from_cache,
             throttle: Throttle::default(),
             watch_faults,
+            client_audit,
             shutdown,
             shutdown_tx,
         };

@@ -32,7 +32,7 @@ use super::ServerArgs;
 use super::etcd_direct::{self, DirectPlan, PrivateEtcd};
 use super::fanout::{self, FanoutArgs};
 use super::row::Row;
-use super::report::{self, LatencySummary};
+use super::report;
 use super::server::ServerUnderTest;
 use super::transport::{Transport, WireEncoding};
 

@@ -100,7 +100,7 @@ pub struct FanoutArgs {
     #[arg(long)]
     pub(super) sweep: Vec<String>,
     /// Where a sweep writes its plots (events/s and p99 latency against watchers).
-    #[arg(long, default_value = "benches/results")]
+    #[arg(long, default_value = "crates/bench/results")]
     pub(super) plots: PathBuf,
     /// Spread the watchers over this many namespaces (`<namespace>`, `<namespace>-1`, ...);
     /// writes go to the first only, so the rest see no events: what dispatch costs when an

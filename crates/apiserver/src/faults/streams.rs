@@ -12,6 +12,8 @@
 //!   abnormally (one shot unless given a duration);
 //! * blackhole: a stream writes nothing (its connection stays open) until the fault expires,
 //!   then ends abnormally;
+//! * stall: a stream writes nothing, ever, and does not end (not even at its deadline): the
+//!   half-open TCP connection whose peer vanished, which only a client's own timeout notices;
 //! * GOAWAY: every HTTP/2 connection open now shuts down gracefully (open streams finish, new
 //!   requests need a new connection).
 
@@ -28,6 +30,15 @@ pub struct StreamPlan {
     pub cut: Option<Cut>,
     /// Streams are silent, then end abnormally.
     pub blackhole: Option<Blackhole>,
+    /// Streams go silent for good.
+    pub stall: Option<Stall>,
+}
+
+/// Streams opened up to `until` go silent and never end.
+#[derive(Clone, Copy, Debug)]
+pub struct Stall {
+    /// Streams opened after this are spared.
+    pub until: Instant,
 }
 
 /// Each batch is held `base` ± `jitter` (uniformly) until `until`.
@@ -128,6 +139,13 @@ impl StreamFaults {
     pub fn blackhole(&self, lasting: Duration) {
         let until = after(lasting);
         self.plan.send_modify(|plan| plan.blackhole = Some(Blackhole { until }));
+    }
+
+    /// Silences every stream open now, and those opened within `lasting`, for good: they stay
+    /// open, write nothing and never end.
+    pub fn stall(&self, lasting: Duration) {
+        let until = after(lasting);
+        self.plan.send_modify(|plan| plan.stall = Some(Stall { until }));
     }
 
     /// Ends every fault of the plan: held batches go out, blackholed streams speak again,

@@ -171,11 +171,15 @@ async fn route(
         }
         "/version" | "/version/" => return get_only(json(discovery::version())),
         "/metrics" => {
-            return Ok(response::with_body(
-                200,
-                prometheus::TEXT_FORMAT,
-                Body::full(metrics::render(state.stores().iter()).await),
-            ));
+            let mut text = metrics::render(state.stores().iter()).await;
+            if let Some(audit) = &state.client_audit {
+                text.extend_from_slice(crate::client_audit::metrics_text(&audit.report()).as_bytes());
+            }
+            return Ok(response::with_body(200, prometheus::TEXT_FORMAT, Body::full(text)));
+        }
+        "/debug/listwatch/clients" if state.client_audit.is_some() => {
+            let audit = state.client_audit.as_ref().expect("checked");
+            return get_only(Ok(crate::client_audit::clients_answer(audit, query.get("records") == Some("true"))));
         }
         "/api" | "/api/" => return get_only(json(discovery::api_versions(&state.config.advertise_address))),
         "/apis" | "/apis/" => return json(discovery::api_group_list(state)),
@@ -191,8 +195,12 @@ async fn route(
         }
         return debug::handle(state, &parts.method, rest, query).await;
     }
-    if let Some(error) = state.throttle.take() {
-        return Err(error);
+    if let Some(throttled) = state.throttle.take() {
+        if throttled.plain {
+            let seconds = throttled.error.retry_after().map_or(1, u64::from);
+            return Ok(crate::transport::limits::too_many_requests(seconds));
+        }
+        return Err(throttled.error);
     }
     let Some(req) = resource_request else {
         // Group and group-version discovery.

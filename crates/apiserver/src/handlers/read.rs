@@ -4,6 +4,9 @@
 use listwatch_encoding::{Encoder, MediaType};
 use listwatch_meta::ApiError;
 
+use listwatch_simulator::audit::record::ListServed;
+
+use crate::client_audit::{ListAnswer, ObjectVersion};
 use crate::options::{self, parse_resource_version, with_client_version};
 use crate::registry::ResourceStore;
 use crate::request::{Query, ResourceRequest};
@@ -25,7 +28,9 @@ pub async fn get(
         .map_err(|e| with_client_version(e, client_version))?
         .ok_or_else(|| ApiError::not_found(&store.resource.group_resource(), name))?;
     let encoder = Encoder::new(store.resource, media);
-    Ok(response::with_body(200, encoder.content_type(), Body::full(encoder.object(&object))))
+    let mut response = response::with_body(200, encoder.content_type(), Body::full(encoder.object(&object)));
+    response.extensions_mut().insert(ObjectVersion(object.resource_version()));
+    Ok(response)
 }
 
 /// LIST of a collection (one page of it when `limit` is set).
@@ -44,5 +49,11 @@ pub async fn list(
     let pieces = encoder
         .list(&listed.items, listed.resource_version, listed.continue_token.as_deref(), listed.remaining)
         .into_pieces();
-    Ok(response::with_body(200, encoder.content_type(), Body::pieces(pieces)))
+    let mut response = response::with_body(200, encoder.content_type(), Body::pieces(pieces));
+    response.extensions_mut().insert(ListAnswer(ListServed {
+        resource_version: listed.resource_version,
+        items: listed.items.len(),
+        more: listed.continue_token.as_deref().is_some_and(|token| !token.is_empty()),
+    }));
+    Ok(response)
 }

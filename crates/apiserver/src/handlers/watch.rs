@@ -7,6 +7,7 @@
 //! time in [min-request-timeout, 2×)) the stream simply ends. The pump that moves events to
 //! the wire is [`crate::transport::pump`], the same for every transport.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hyper::upgrade::OnUpgrade;
@@ -14,6 +15,7 @@ use listwatch_encoding::{Encoder, EventEncoder};
 use listwatch_meta::ApiError;
 
 use super::negotiate;
+use crate::client_audit::stream::WatchTap;
 use crate::options::{self, with_client_version};
 use crate::panics::RequestLabel;
 use crate::registry::ResourceStore;
@@ -41,11 +43,11 @@ pub async fn watch(
                 Ok(handshake) => handshake,
                 Err(refusal) => return Ok(*refusal),
             };
-            let watch = prepare(state, store, req, query, &parts.headers).await?;
+            let watch = prepare(state, store, req, query, parts).await?;
             Ok(websocket::respond(watch, shutdown, handshake, on_upgrade, label))
         }
         None => {
-            let watch = prepare(state, store, req, query, &parts.headers).await?;
+            let watch = prepare(state, store, req, query, parts).await?;
             Ok(chunked::respond(watch, shutdown, label))
         }
     }
@@ -57,8 +59,9 @@ async fn prepare(
     store: &ResourceStore,
     req: &ResourceRequest,
     query: &Query,
-    headers: &http::HeaderMap,
+    parts: &http::request::Parts,
 ) -> Result<PreparedWatch, ApiError> {
+    let headers = &parts.headers;
     let resource = store.resource;
     let name = if req.legacy_watch { req.name.as_deref() } else { None };
     let options = options::parse(query, resource, true, name)?;
@@ -81,7 +84,14 @@ async fn prepare(
         store.watch(&options, namespace, deadline).await.map_err(|e| with_client_version(e, client_version))?;
     let encoder = EventEncoder::new(Encoder::new(resource, media));
     let faults = state.watch_faults.clone();
-    Ok(PreparedWatch { source, encoder, deadline, media, resource, client_version, faults })
+    // The client audit's tap, when the audit recorded this request.
+    let tap = parts.extensions.get::<Arc<WatchTap>>().cloned();
+    if let Some(tap) = &tap
+        && matches!(query.get("resourceVersion"), None | Some("" | "0"))
+    {
+        tap.starts_at(source.initial_through());
+    }
+    Ok(PreparedWatch { source, encoder, deadline, media, resource, client_version, faults, tap })
 }
 
 /// Longer than any watch is meant to live, and far from where `Instant` overflows.

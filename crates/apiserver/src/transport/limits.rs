@@ -119,16 +119,22 @@ pub struct Refused;
 impl Refused {
     /// kube's answer: Go's `http.Error` text with `Retry-After: 1`.
     pub fn response(self) -> HttpResponse {
-        let mut response = response::with_body(
-            429,
-            "text/plain; charset=utf-8",
-            Body::full(Bytes::from(format!("{TOO_MANY_REQUESTS}\n"))),
-        );
-        let headers = response.headers_mut();
-        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-        response
+        too_many_requests(1)
     }
+}
+
+/// kube's 429 of its in-flight and priority-and-fairness filters: Go's `http.Error` text (not
+/// a Status) with `Retry-After`.
+pub fn too_many_requests(retry_after_seconds: u64) -> HttpResponse {
+    let mut response = response::with_body(
+        429,
+        "text/plain; charset=utf-8",
+        Body::full(Bytes::from(format!("{TOO_MANY_REQUESTS}\n"))),
+    );
+    let headers = response.headers_mut();
+    headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_seconds));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
 }
 
 /// One admitted request's slot, given back when dropped.

@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use super::fieldpath::{FieldSet, Path, PathElement, go_quote, path_string, values_equal};
-use super::schema::{ApplySchema, ListType, MapType};
+use super::schema::{ApplySchema, MapType};
+use crate::schema::ListType;
 
 /// One problem with an object, as SMD's `ValidationError` prints it
 /// (`.spec.foo: field not declared in schema`).

@@ -86,6 +86,8 @@ pub(super) struct ScopeState {
     pub(super) listed_since_stream: bool,
     /// A 410 since the last delivered point (a streaming re-list is then deserved).
     pub(super) gone_since_delivered: bool,
+    /// The last stream of this scope to end: its request, what it delivered, how it ended.
+    pub(super) last_stream: Option<(usize, Option<i64>, Option<StreamEnd>)>,
     /// The state the `retries` rules keep.
     pub(super) retries: super::retries::RetryState,
 }
@@ -245,6 +247,7 @@ impl Walk<'_> {
             }
         }
         state.listed_since_stream = false;
+        state.last_stream = Some((i, watch.delivered, watch.end));
         state.retries.stream_end(i, request, watch);
         if let Some(error) = &watch.error
             && error.code == 410

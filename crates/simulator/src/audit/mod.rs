@@ -20,6 +20,9 @@ mod retries;
 mod stalls;
 pub mod thresholds;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};

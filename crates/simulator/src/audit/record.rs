@@ -24,7 +24,7 @@ pub enum Verb {
 
 /// What a request asked about: kube's scope of a list or watch (the resource, optionally one
 /// namespace and the selectors), or the one object of a GET or a write.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Scope {
     /// The API group, `""` for the core group.
@@ -109,7 +109,7 @@ impl Answer {
 }
 
 /// What a LIST served.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListServed {
     /// The list's `metadata.resourceVersion`: the state it shows.

@@ -5,6 +5,7 @@
 
 use super::Rule;
 use super::client::{Walk, covers};
+use super::record::StreamEnd;
 
 /// At most this many changes are named in a finding.
 const CHANGES_NAMED: usize = 8;
@@ -26,7 +27,10 @@ impl Walk<'_> {
             return;
         }
         match params.numeric_resource_version() {
-            Some(asked) => self.check_skip(i, asked, delivered),
+            Some(asked) => {
+                self.check_skip(i, asked, delivered);
+                self.check_resume_behind(i, asked);
+            }
             None if params.send_initial_events != Some(true) && rewatch => self.check_current_state_rewatch(i, delivered),
             None => {}
         }
@@ -103,6 +107,41 @@ impl Walk<'_> {
                 );
                 let evidence = self.evidence_with_changes(i, &missed);
                 self.find(Rule::MissedEvents, i, summary, evidence);
+            }
+            Err(why) => self.unchecked.push(format!("{}: {}: {why}", self.client, self.line(i))),
+        }
+    }
+
+    /// `back-in-time`: a resume from before what the scope's last stream delivered, although
+    /// that stream ended cleanly (its deadline, or the server closing it), so the client had
+    /// read all of it: the changes in between come again, older than what it holds.
+    fn check_resume_behind(&mut self, i: usize, asked: i64) {
+        let request = self.requests[i];
+        let Some(state) = self.scopes.get(&request.scope) else { return };
+        let Some((last, Some(delivered), end)) = state.last_stream else { return };
+        if asked >= delivered || !matches!(end, Some(StreamEnd::Timeout | StreamEnd::ServerClosed)) {
+            return;
+        }
+        // Another stream of the scope still open: two chains (two informers) are not one.
+        let at = request.at_ms;
+        let concurrent = self.requests[..i].iter().enumerate().any(|(j, other)| {
+            j != last
+                && other.scope == request.scope
+                && other.watch.as_ref().is_some_and(|w| w.ended_ms.is_none_or(|ended| ended > at))
+        });
+        if concurrent {
+            return;
+        }
+        match self.changes.between(&request.scope, asked, delivered) {
+            Ok(again) if again.is_empty() => {}
+            Ok(again) => {
+                let summary = format!(
+                    "resumed at {asked}, behind {delivered}, which its last stream delivered whole before it ended: {} change(s) come again, older than what it holds",
+                    again.len()
+                );
+                let mut evidence = vec![self.line(last), self.line(i)];
+                evidence.extend(again.iter().take(CHANGES_NAMED).map(|change| format!("again: {change}")));
+                self.find(Rule::BackInTime, i, summary, evidence);
             }
             Err(why) => self.unchecked.push(format!("{}: {}: {why}", self.client, self.line(i))),
         }

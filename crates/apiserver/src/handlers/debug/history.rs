@@ -22,12 +22,13 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use listwatch_meta::fingerprint::object_fingerprint;
-use listwatch_meta::{ApiError, Registry};
+use listwatch_meta::ApiError;
+use listwatch_simulator::record::Change;
 use listwatch_storage::{Event, EventKind, KeyRange, StorageError, Watch, WatchRequest, WatchResponse};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use crate::client_audit::changes::change_of;
 use crate::registry::storage_error;
 use crate::request::Query;
 use crate::response::{self, HttpResponse};
@@ -137,51 +138,28 @@ impl History {
     }
 }
 
-/// Where a key lies: (group, resource, namespace, name), for a built-in resource's key or a
-/// custom resource's (`<root>/<group>/<plural>/[<namespace>/]<name>`, a group with a dot).
-fn locate<'a>(root: &str, key: &'a str) -> Option<(&'a str, &'a str, &'a str, &'a str)> {
-    if let Some(resource) = Registry.for_storage_key(root, key) {
-        let rest = &key[resource.collection_prefix(root).len()..];
-        let (namespace, name) =
-            if resource.namespaced { rest.split_once('/').unwrap_or(("", rest)) } else { ("", rest) };
-        return Some((resource.group, resource.plural, namespace, name));
-    }
-    let rest = key.strip_prefix(root.trim_end_matches('/'))?.strip_prefix('/')?;
-    let (group, rest) = rest.split_once('/').filter(|(group, _)| group.contains('.'))?;
-    let (plural, rest) = rest.split_once('/')?;
-    let (namespace, name) = rest.split_once('/').unwrap_or(("", rest));
-    Some((group, plural, namespace, name))
-}
-
 /// The line of one change, or `None` for a key of no resource.
 fn describe(root: &str, event: &Event) -> Option<Value> {
-    let key = std::str::from_utf8(&event.kv.key).ok()?;
-    let (group, plural, namespace, name) = locate(root, key)?;
-    let stored = match event.kind {
-        EventKind::Put => Some(&event.kv.value),
-        EventKind::Delete => event.prev.as_ref().map(|prev| &prev.value),
-    };
-    let object: Option<Value> = stored.and_then(|value| serde_json::from_slice(value).ok());
-    let metadata = object.as_ref().and_then(|o| o.get("metadata"));
-    let uid = metadata.and_then(|m| m.get("uid")).and_then(Value::as_str).unwrap_or("");
-    let labels = metadata.and_then(|m| m.get("labels")).filter(|l| l.is_object()).cloned().unwrap_or(json!({}));
+    let change = change_of(root, event)?;
     Some(json!({
-        "revision": event.revision(),
-        "kind": match event.kind { EventKind::Put => "Put", EventKind::Delete => "Delete" },
-        "created": event.is_create(),
-        "group": group,
-        "resource": plural,
-        "namespace": namespace,
-        "name": name,
-        "uid": uid,
-        "labels": labels,
-        "fingerprint": object.as_ref().map_or(0, object_fingerprint),
+        "revision": change.revision,
+        "kind": match change.kind { Change::Put => "Put", Change::Delete => "Delete" },
+        "created": change.created,
+        "group": change.group,
+        "resource": change.resource,
+        "namespace": change.namespace,
+        "name": change.name,
+        "uid": change.uid,
+        "labels": change.labels,
+        "fingerprint": change.fingerprint,
     }))
 }
 
 #[cfg(test)]
 mod tests {
     use listwatch_storage::KeyValue;
+
+    use listwatch_meta::fingerprint::object_fingerprint;
 
     use super::*;
 

@@ -7,7 +7,7 @@
 //!   resource (or of all), as a relist or restart would;
 //! * `POST /debug/listwatch/cache/reset?[group=G&]resource=R`: throw a resource's watch cache
 //!   away and relist (watches from before get 410);
-//! * `POST /debug/listwatch/throttle?count=N[&retryAfterSeconds=S]`: answer the next N API
+//! * `POST /debug/listwatch/throttle?count=N[&retryAfterSeconds=S][&plain=true]`: answer the next N API
 //!   requests with 429 and `Retry-After`;
 //! * `POST /debug/listwatch/panic[?in=stream]`: panic in this request's handler (answered 500
 //!   by the panic guard), or, with `in=stream`, in its response stream after one line (the
@@ -106,8 +106,9 @@ pub async fn handle(
         "/debug/listwatch/throttle" => {
             let count = int("count")?.unwrap_or(1).max(0);
             let retry = int("retryAfterSeconds")?.unwrap_or(1).clamp(1, 3600) as u32;
-            state.throttle.set(count, retry);
-            json!({"throttled": count, "retryAfterSeconds": retry})
+            let plain = query.get("plain") == Some("true");
+            state.throttle.set(count, retry, plain);
+            json!({"throttled": count, "retryAfterSeconds": retry, "plain": plain})
         }
         "/debug/listwatch/bookmarks" => {
             let interval =

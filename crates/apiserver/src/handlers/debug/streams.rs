@@ -5,8 +5,12 @@
 //! * `fault=cut[&for=D]`: cut each stream in the middle of its next event (one shot, or for
 //!   streams opened within D too);
 //! * `fault=blackhole&for=D`: write nothing for D (connections stay open), then end abnormally;
+//! * `fault=stall[&for=D]`: the streams open now (and those opened within D) go silent and
+//!   never end, not even at their deadline: a half-open connection only the client's own
+//!   timeout notices;
 //! * `fault=goaway`: GOAWAY on every HTTP/2 connection open now;
-//! * `fault=none`: end latency, cuts not taken yet, and blackholes now.
+//! * `fault=none`: end latency, cuts not taken yet, blackholes and stalls of streams opened
+//!   from now on (stalled streams stay stalled: their peer is gone).
 
 use std::time::Duration;
 
@@ -50,6 +54,11 @@ pub fn respond(state: &ApiState, query: &Query) -> Result<Value, ApiError> {
             faults.blackhole(lasting);
             json!({"fault": "blackhole", "forSeconds": seconds(lasting)})
         }
+        "stall" => {
+            let lasting = lasting.unwrap_or_default();
+            faults.stall(lasting);
+            json!({"fault": "stall", "forSeconds": seconds(lasting)})
+        }
         "goaway" if lasting.is_some() => {
             return Err(ApiError::bad_request(
                 "fault=goaway takes no for: it is sent once, to the connections open now",
@@ -65,7 +74,7 @@ pub fn respond(state: &ApiState, query: &Query) -> Result<Value, ApiError> {
         }
         other => {
             return Err(ApiError::bad_request(format!(
-                "unknown fault {other:?}: one of latency, cut, blackhole, goaway, none"
+                "unknown fault {other:?}: one of latency, cut, blackhole, stall, goaway, none"
             )));
         }
     })

@@ -22,6 +22,9 @@ use listwatch_encoding::{EventEncoder, MediaType};
 use listwatch_meta::{Resource, WatchEvent};
 use tokio::sync::watch;
 
+use listwatch_simulator::audit::record::StreamEnd;
+
+use crate::client_audit::stream::{Batch, WatchTap};
 use crate::faults::{WatchBreaker, WatchFaults};
 use crate::metrics;
 use crate::options::with_client_version;
@@ -47,6 +50,8 @@ pub struct PreparedWatch {
     pub client_version: u64,
     /// The faults injected into watch streams (the debug API's switches).
     pub faults: Arc<WatchFaults>,
+    /// The client audit's view of this stream, when the audit is on.
+    pub tap: Option<Arc<WatchTap>>,
 }
 
 impl PreparedWatch {
@@ -123,8 +128,15 @@ struct PumpState<F: Framing> {
     initial_through: i64,
     breaking: breakers::Breaking,
     network: network::NetworkView,
-    /// Frames held back by injected latency, with when each is due, in order.
-    held: VecDeque<(Instant, F::Frame)>,
+    /// Frames held back by injected latency, with when each is due (and, for the audit, what
+    /// each carries), in order.
+    held: VecDeque<(Instant, F::Frame, Option<Batch>)>,
+    /// What the frame about to be returned carries (for the audit).
+    returning: Option<Batch>,
+    /// Why the stream ends, once it does.
+    end: StreamEnd,
+    /// Silent for good (the `stall` fault): nothing is written, the stream never ends.
+    stalled: bool,
 }
 
 /// The frames of a watch, until the source ends, the deadline passes, the server shuts
@@ -157,11 +169,51 @@ pub fn pump<F: Framing>(
         fresh: true,
         breaking: breakers::Breaking::default(),
         held: VecDeque::new(),
+        returning: None,
+        end: StreamEnd::ServerClosed,
+        stalled: false,
     };
     futures::stream::unfold(state, |mut s| async move {
-        let item = s.step().await?;
-        Some((item, s))
+        let item = s.step().await;
+        s.tell_audit(&item);
+        Some((item?, s))
     })
+}
+
+impl<F: Framing> PumpState<F> {
+    /// Tells the client audit what `item` wrote, or how the stream ended.
+    fn tell_audit(&mut self, item: &Option<Result<F::Frame, Aborted>>) {
+        let Some(tap) = &self.watch.tap else { return };
+        match item {
+            Some(Ok(_)) => {
+                if let Some(batch) = self.returning.take() {
+                    tap.wrote(&batch);
+                }
+            }
+            Some(Err(Aborted)) => tap.ended(StreamEnd::Cut),
+            None => tap.ended(self.end),
+        }
+    }
+
+    /// What the events about to be framed carry, when the audit wants to know.
+    fn batch(&self) -> Option<Batch> {
+        self.watch.tap.as_ref().map(|_| Batch::of(&self.events))
+    }
+
+    /// Ends the stream for `why` (the audit is told when the end is returned).
+    fn ends(&mut self, why: StreamEnd) -> Option<Result<F::Frame, Aborted>> {
+        self.end = why;
+        None
+    }
+}
+
+impl<F: Framing> Drop for PumpState<F> {
+    /// A stream dropped before it ended: the client went away (an end already told is kept).
+    fn drop(&mut self) {
+        if let Some(tap) = &self.watch.tap {
+            tap.ended(StreamEnd::ClientGone);
+        }
+    }
 }
 
 impl<F: Framing> PumpState<F> {
@@ -173,16 +225,30 @@ impl<F: Framing> PumpState<F> {
             }
             // The deadline first: a watch whose deadline has passed (a negative timeoutSeconds)
             // ends even when events are ready (the timer alone may fire a tick late).
-            if self.finished || Instant::now() >= self.watch.deadline {
+            self.network.refresh();
+            if self.stalled || self.network.stalled() {
+                // Silent for good, deadline or not, until the server shuts down (or the client,
+                // noticing at last, goes away and the stream is dropped).
+                if !std::mem::replace(&mut self.stalled, true)
+                    && let Some(tap) = &self.watch.tap
+                {
+                    tap.stalled();
+                }
+                (&mut self.shutdown).await;
+                return self.ends(StreamEnd::ServerClosed);
+            }
+            if self.finished {
                 return None;
             }
-            self.network.refresh();
+            if Instant::now() >= self.watch.deadline {
+                return self.ends(StreamEnd::Timeout);
+            }
             if let Some(end) = self.network.blackhole_end() {
                 // Silent, the connection open, until the blackhole ends; then broken.
                 tokio::select! {
                     biased;
-                    _ = &mut self.deadline => return None,
-                    _ = &mut self.shutdown => return None,
+                    _ = &mut self.deadline => return self.ends(StreamEnd::Timeout),
+                    _ = &mut self.shutdown => return self.ends(StreamEnd::ServerClosed),
                     _ = tokio::time::sleep_until(end.into()) => {
                         self.finished = true;
                         return Some(Err(Aborted));
@@ -190,9 +256,12 @@ impl<F: Framing> PumpState<F> {
                     _ = self.network.changed() => continue,
                 }
             }
-            let held_due = self.held.front().map(|(due, _)| *due);
+            let held_due = self.held.front().map(|(due, ..)| *due);
             if held_due.is_some_and(|due| due <= Instant::now()) {
-                return self.held.pop_front().map(|(_, frame)| Ok(frame));
+                return self.held.pop_front().map(|(_, frame, batch)| {
+                    self.returning = batch;
+                    Ok(frame)
+                });
             }
             let until_held_due = async {
                 match held_due {
@@ -211,12 +280,14 @@ impl<F: Framing> PumpState<F> {
             } else {
                 let take_more = !self.source_done && self.held.len() < MAX_HELD_BATCHES;
                 if !take_more && held_due.is_none() {
+                    // The source is done: an ERROR event ended it, or the cache closed the
+                    // watcher (dropped, too slow, reset), which `end` already says.
                     return None;
                 }
                 tokio::select! {
                     biased;
-                    _ = &mut self.deadline => return None,
-                    _ = &mut self.shutdown => return None,
+                    _ = &mut self.deadline => return self.ends(StreamEnd::Timeout),
+                    _ = &mut self.shutdown => return self.ends(StreamEnd::ServerClosed),
                     _ = self.network.changed() => continue,
                     _ = until_held_due => continue,
                     more = self.watch.next_batch(&mut self.events), if take_more => {
@@ -228,13 +299,17 @@ impl<F: Framing> PumpState<F> {
                 }
                 self.breaking.apply(breaker, &mut self.events, self.initial_through, self.watch.resource);
             }
+            let batch = self.batch();
             let mut pieces = Vec::with_capacity(self.events.len() * 3);
             for event in &self.events {
                 let before = pieces.len();
                 self.watch.encoder.event(event, &mut pieces);
                 self.metrics.sent(pieces[before..].iter().map(Bytes::len).sum());
                 self.ends.push(pieces.len());
-                self.source_done |= matches!(event, WatchEvent::Error(_));
+                if matches!(event, WatchEvent::Error(_)) {
+                    self.source_done = true;
+                    self.end = StreamEnd::Error;
+                }
             }
             if self.network.take_cut() {
                 // Half of the first event, then the connection breaks (frames held back are
@@ -247,16 +322,19 @@ impl<F: Framing> PumpState<F> {
                     None => continue,
                 }
             }
-            let frame = self.framing.frame(pieces, &self.ends)?;
+            let Some(frame) = self.framing.frame(pieces, &self.ends) else {
+                return self.ends(StreamEnd::ServerClosed);
+            };
             let delay = self.network.latency();
             if delay.is_none() && self.held.is_empty() {
+                self.returning = batch;
                 return Some(Ok(frame));
             }
             // Held back (or behind frames held back): due after the delay, never before the
             // frame ahead of it, so the order is kept.
             let now = Instant::now();
-            let due = delay.map_or(now, |delay| now + delay).max(self.held.back().map_or(now, |(due, _)| *due));
-            self.held.push_back((due, frame));
+            let due = delay.map_or(now, |delay| now + delay).max(self.held.back().map_or(now, |(due, ..)| *due));
+            self.held.push_back((due, frame, batch));
         }
     }
 }

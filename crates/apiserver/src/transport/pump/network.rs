@@ -57,6 +57,11 @@ impl NetworkView {
         self.plan.blackhole.and_then(|b| b.end_of(self.opened))
     }
 
+    /// Whether this stream is stalled for good.
+    pub fn stalled(&self) -> bool {
+        self.plan.stall.is_some_and(|stall| self.opened <= stall.until)
+    }
+
     /// Whether this stream is to be cut at the event about to be written (the cut is then
     /// taken: it does not reach this stream again).
     pub fn take_cut(&mut self) -> bool {

@@ -2,7 +2,7 @@
 //! `examples/reflector_bench/shared.rs`): the client's decoder against plain serde_json.
 //!
 //! ```sh
-//! cargo bench -p listwatch-client --bench decode
+//! cargo bench -p listwatch-bench --bench decode
 //! ```
 //!
 //! * `client`: [`decode_json_event`], as the watch stream decodes every event (UTF-8 checked

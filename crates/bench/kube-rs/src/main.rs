@@ -1,5 +1,5 @@
 //! Reflector throughput and memory, kube-rs's side: the same program as listwatch-client's
-//! `crates/client/examples/reflector_bench` (`client` mode), on `kube::runtime`.
+//! `crates/bench/examples/reflector_bench` (`client` mode), on `kube::runtime`.
 //!
 //! ```sh
 //! kube-rs-reflector-bench --kubeconfig KC --namespace NS --events M [--ready-file F] [--go-file G]
@@ -16,7 +16,7 @@
 //!   bookmarks on, watch `timeoutSeconds=290` with an idle limit of 295 s.
 //! * Measured as the other side: `shared.rs`'s phases and JSON line.
 
-#[path = "../../../crates/client/examples/reflector_bench/shared.rs"]
+#[path = "../../examples/reflector_bench/shared.rs"]
 mod shared;
 
 use std::borrow::Cow;

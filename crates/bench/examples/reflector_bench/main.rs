@@ -1,5 +1,5 @@
 //! Reflector throughput and memory, listwatch-client's side (kube-rs's is
-//! `benches/kube-rs-reflector`; `scripts/bench-reflector.sh` runs both against one server).
+//! `crates/bench/kube-rs`; `scripts/bench-reflector.sh` runs both against one server).
 //!
 //! ```sh
 //! # one reflector: list + watch pods of NS into a Store of fully decoded typed pods

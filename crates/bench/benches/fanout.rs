@@ -2,8 +2,8 @@
 //! of every watcher, without sockets.
 //!
 //! ```text
-//! cargo bench --bench fanout
-//! cargo bench --bench fanout -- fanout/1000     # one size
+//! cargo bench -p listwatch-bench --bench fanout
+//! cargo bench -p listwatch-bench --bench fanout -- fanout/1000     # one size
 //! ```
 //!
 //! The fixture is what `listwatch serve --ephemeral` runs for configmaps: an ephemeral

@@ -1,5 +1,5 @@
 //! What both reflector bench programs share, byte for byte: this file is a module of the
-//! `reflector_bench` example and is included by `benches/kube-rs-reflector` through
+//! `reflector_bench` example and is included by `crates/bench/kube-rs` through
 //! `#[path]`, so both decode the same Pod struct, read `/proc` the same way, take the same
 //! arguments and print the same JSON line.
 //!

@@ -2,7 +2,7 @@
 //! watchers are registered and how many the event concerns.
 //!
 //! ```text
-//! cargo bench -p listwatch-watchcache --bench dispatch -- --warm-up-time 1 --measurement-time 3
+//! cargo bench -p listwatch-bench --bench dispatch -- --warm-up-time 1 --measurement-time 3
 //! ```
 //!
 //! The fixture (`bench_fixture`) starts a configmaps cache on an ephemeral memory store and

@@ -2,9 +2,9 @@
 //! process to many watchers, for the memory store (ephemeral and durable) and a real etcd.
 //!
 //! ```text
-//! cargo bench --bench storage
-//! LISTWATCH_BENCH_BACKENDS=memory,memory-durable cargo bench --bench storage   # a subset
-//! cargo bench --bench storage -- writes/                                        # one group
+//! cargo bench -p listwatch-bench --bench storage
+//! LISTWATCH_BENCH_BACKENDS=memory,memory-durable cargo bench -p listwatch-bench --bench storage   # a subset
+//! cargo bench -p listwatch-bench --bench storage -- writes/                                        # one group
 //! ```
 //!
 //! Backends (`LISTWATCH_BENCH_BACKENDS`, comma-separated; default the first three):
