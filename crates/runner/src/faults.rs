@@ -14,6 +14,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
+use crate::audit::Records;
 use crate::reflectors::Pauses;
 use crate::scenario::{Fault, FaultStep, StreamFault, When};
 
@@ -83,6 +84,8 @@ pub struct FaultTarget {
     pub clients: Vec<Client>,
     /// The in-process clients' "stop reading until" switches.
     pub pauses: Pauses,
+    /// The client records, read from a server before it is restarted.
+    pub records: Records,
 }
 
 impl FaultTarget {
@@ -160,6 +163,10 @@ impl FaultTarget {
     }
 
     async fn restart_server(&self, server: usize, kill: bool) -> anyhow::Result<Caused> {
+        // Its client records die with it: read them first.
+        if let Some(client) = self.clients.get(server) {
+            self.records.keep_before_restart(client).await;
+        }
         {
             let mut servers = self.servers.lock().await;
             let target = servers.get_mut(server).ok_or_else(|| anyhow::anyhow!("no server {server}"))?;

@@ -8,12 +8,16 @@
 //! * [`run`](mod@run): one run, step by step;
 //! * [`workload`]: the writers; [`reflectors`] and [`observe`]: the in-process clients and their
 //!   records; [`commands`]: the user's programs; [`history`]: storage's change log;
+//! * [`audit`]: every client's credential and the servers' records of them, judged by the
+//!   client audit; [`ends`]: what the programs ended up with (their caches, their work);
 //! * [`faults`]: when each fault fires and how it is caused;
 //! * [`report`] and [`timeline`]: what a run leaves (summary, JSON report, record, SVG);
 //! * [`replay`]: `serve --replay`, a recorded history served again.
 #![allow(rustdoc::private_intra_doc_links)]
 
+mod audit;
 mod commands;
+mod ends;
 mod faults;
 mod history;
 mod observe;

@@ -39,14 +39,26 @@ pub struct Reflectors {
 }
 
 impl Reflectors {
-    /// Starts `count` reflectors per spec, spread over `servers` in turn (each fails over to
+    /// The ids of the clients `specs` describe: `<name>-<i>`.
+    pub fn ids(specs: &[ClientSpec]) -> Vec<String> {
+        specs.iter().flat_map(|spec| (0..spec.count).map(move |i| format!("{}-{i}", spec.name))).collect()
+    }
+
+    /// Starts `count` reflectors per spec, spread over the servers in turn (each fails over to
     /// the next server when its own cannot be reached); they run until `stop`.
-    pub fn start(specs: &[ClientSpec], servers: &[Client], started: Instant, stop: &watch::Receiver<bool>) -> Self {
+    /// `servers_as(id)` is a client of each server authenticated as the client `id`.
+    pub fn start(
+        specs: &[ClientSpec],
+        servers_as: impl Fn(&str) -> anyhow::Result<Vec<Client>>,
+        started: Instant,
+        stop: &watch::Receiver<bool>,
+    ) -> anyhow::Result<Self> {
         let mut running = Vec::new();
         let mut pauses = HashMap::new();
         for spec in specs {
             for i in 0..spec.count {
                 let id = format!("{}-{i}", spec.name);
+                let servers = servers_as(&id)?;
                 let first_server = running.len() % servers.len();
                 let apis: Vec<Api<DynamicObject>> = servers
                     .iter()
@@ -66,7 +78,7 @@ impl Reflectors {
                 running.push(Running { id, spec: spec.clone(), log, store, task });
             }
         }
-        Reflectors { running, pauses: Arc::new(pauses) }
+        Ok(Reflectors { running, pauses: Arc::new(pauses) })
     }
 
     /// Whether every client's store holds exactly what a consistent LIST of its scope returns.

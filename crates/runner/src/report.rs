@@ -7,16 +7,24 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
+use listwatch_simulator::audit::Report;
 use listwatch_simulator::checker::Verdict;
 use listwatch_simulator::record::{ClientRecord, Delivery, HistoryEvent};
 use serde_json::json;
 
+use crate::ends::EndCheck;
 use crate::scenario::Scenario;
 
 /// Everything one run produced.
 pub struct Outcome {
     /// The checker's verdict on the watch guarantees.
     pub verdict: Verdict,
+    /// The client audit's findings on every client (commands and in-process clients).
+    pub audit: Report,
+    /// The run's start, in ms since the epoch (the audit's times count from it).
+    pub epoch_ms: u64,
+    /// The programs' end states: their caches and their work.
+    pub ends: Vec<EndCheck>,
     /// Whether every guarantee and every check held.
     pub passed: bool,
     /// The run's own checks (acknowledged writes kept, relist limits, commands), failed ones only.
@@ -49,6 +57,16 @@ impl Outcome {
             "violations": self.verdict.violations,
             "checks": self.failed_checks,
             "clients": self.verdict.clients,
+            "audit": {
+                "clients": self.audit.clients,
+                "findings": self.audit.findings.iter().map(|f| {
+                    let mut finding = serde_json::to_value(f).unwrap_or_default();
+                    finding["atMs"] = json!(f.at_ms.saturating_sub(self.epoch_ms));
+                    finding
+                }).collect::<Vec<_>>(),
+                "unchecked": self.audit.unchecked,
+            },
+            "ends": self.ends.iter().map(|e| json!({"command": e.command, "check": e.kind, "passed": e.passed, "outcome": e.outcome})).collect::<Vec<_>>(),
             "faults": self.faults.iter().map(|(at, note)| json!({"atMs": millis(*at), "what": note})).collect::<Vec<_>>(),
             "recoveries": self.recoveries.iter().map(|r| json!({
                 "atMs": r.at_ms,
@@ -98,6 +116,7 @@ impl Outcome {
                 if violations.is_empty() { "none".to_string() } else { violations.join("; ") }
             );
         }
+        self.print_audit();
         let total: usize = self.verdict.violations.values().sum();
         println!(
             "  guarantees: {}",
@@ -105,6 +124,39 @@ impl Outcome {
         );
         for check in &self.failed_checks {
             println!("  check failed: {check}");
+        }
+    }
+
+    /// The client audit's table: a row per client (its findings by rule, its cache and work
+    /// checks), then each finding with its evidence.
+    fn print_audit(&self) {
+        println!("  client audit: {:<28} findings", "client");
+        for (client, rules) in &self.audit.clients {
+            let found: Vec<String> = rules.iter().filter(|(_, n)| **n > 0).map(|(rule, n)| format!("{rule} {n}")).collect();
+            let name = client.strip_prefix("simulate:").unwrap_or(client);
+            let ends: Vec<String> = self
+                .ends
+                .iter()
+                .filter(|e| e.command == name)
+                .map(|e| format!("{} {}", e.kind, if e.passed { "ok" } else { "FAILED" }))
+                .collect();
+            let found = if found.is_empty() { "none".to_string() } else { found.join(", ") };
+            let ends = if ends.is_empty() { String::new() } else { format!("  [{}]", ends.join(", ")) };
+            println!("                {name:<28} {found}{ends}");
+        }
+        for finding in &self.audit.findings {
+            let at = finding.at_ms.saturating_sub(self.epoch_ms) as f64 / 1000.0;
+            let name = finding.client.strip_prefix("simulate:").unwrap_or(&finding.client);
+            println!("  {at:>7.2} s  {name}: {}: {} ({})", finding.rule, finding.summary, finding.scope);
+            for line in &finding.evidence {
+                println!("              {line}");
+            }
+        }
+        for end in self.ends.iter().filter(|e| !e.passed) {
+            println!("  {}: {}", end.command, end.outcome);
+        }
+        for unchecked in self.audit.unchecked.iter().take(5) {
+            println!("  not judged: {unchecked}");
         }
     }
 

@@ -4,11 +4,13 @@
 //! stop everything and hand the records to the checker. The runner judges nothing itself:
 //! the watch guarantees and the run's own checks are the checker's.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use listwatch_client::{Client, Config};
+use listwatch_apiserver::client_audit::now_ms;
+use listwatch_client::Client;
 use listwatch_simulator::checker::{self, RunLimits};
 use listwatch_simulator::record::{CacheReset, Compaction, Known};
 use listwatch_testkit::etcd::{EtcdCluster, EtcdProcessOptions};
@@ -16,32 +18,46 @@ use listwatch_testkit::server::{Backend, Server};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::audit::{self, Identities, Records};
 use crate::faults::{self, FaultTarget};
 use crate::history::{self, History};
 use crate::reflectors::Reflectors;
 use crate::report::{Outcome, millis, recoveries};
 use crate::scenario::{BackendKind, Scenario};
-use crate::{commands, workload};
+use crate::{commands, ends, workload};
 
 /// Runs the scenario once with `seed`; `record` keeps each Put's object in the history (for
 /// a record that can be replayed).
 pub async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::Result<Outcome> {
     let started = Instant::now();
-    let cluster = Cluster::start(scenario).await?;
+    let epoch_ms = now_ms();
+    let dir = tempfile::Builder::new().prefix("listwatch-simulate-").tempdir().context("a directory for the run")?;
+    let names = Reflectors::ids(&scenario.clients).into_iter().chain(scenario.commands.iter().map(|c| c.name.clone()));
+    let identities = Identities::new(dir.path(), names)?;
+    let cluster = Cluster::start(scenario, &identities).await?;
     workload::prepare(&cluster.clients[0], &scenario.workload).await?;
     let (stop_readers, readers_stop) = watch::channel(false);
     let history = Arc::new(Mutex::new(History::default()));
     let follower =
         tokio::spawn(history::follow(cluster.clients.clone(), history.clone(), started, record, readers_stop.clone()));
-    let reflectors = Reflectors::start(&scenario.clients, &cluster.clients, started, &readers_stop);
+    let kubeconfigs = cluster.kubeconfigs().await;
+    let servers_as = |id: &str| kubeconfigs.iter().map(|k| identities.client(k, id)).collect();
+    let reflectors = Reflectors::start(&scenario.clients, servers_as, started, &readers_stop)?;
     let writers = Writers::start(scenario, &cluster.clients[0], seed);
-    let programs = commands::start(&scenario.commands, &cluster.kubeconfig().await);
+    let command_kubeconfigs = scenario
+        .commands
+        .iter()
+        .map(|c| identities.kubeconfig(&kubeconfigs[0], &c.name, dir.path()))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let programs = commands::start(&scenario.commands, &command_kubeconfigs);
 
+    let records = Records::default();
     let target = FaultTarget {
         servers: cluster.servers.clone(),
         etcd: cluster.etcd.clone(),
         clients: cluster.clients.clone(),
         pauses: reflectors.pauses.clone(),
+        records: records.clone(),
     };
     let faults = FaultDriver::new(started).run(scenario, seed, &target, &history).await;
 
@@ -50,9 +66,15 @@ pub async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::R
     let writes = writers.stop(&mut failed_checks).await?;
     let converge = scenario.checks.converge.map_or(Duration::from_secs(10), |d| d.0);
     wait_until_caught_up(&cluster.clients[0], &history, &reflectors, converge).await;
+    let work = ends::work(&cluster.clients[0], &scenario.commands, converge).await;
+    let caches = ends::caches(&programs, &records, &cluster.clients, converge).await;
+    let mut stopped = BTreeMap::new();
     for program in commands::finish(programs).await {
         if !program.passed {
             failed_checks.push(format!("command {}: {}", program.name, program.outcome));
+        }
+        if let Some(at) = program.exited_ms {
+            stopped.insert(Identities::user(&program.name), at);
         }
     }
 
@@ -60,19 +82,25 @@ pub async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::R
     stop_readers.send_replace(true);
     let _ = follower.await;
     let clients = reflectors.finish().await;
+    let requests = records.all(&cluster.clients).await;
     let (history, arrived_ms) = {
         let mut history = history.lock().expect("history");
         (std::mem::take(&mut history.events), std::mem::take(&mut history.arrived_ms))
     };
+    let audit = audit::judge(&requests, &history, epoch_ms, stopped, &scenario.audit);
     let known = faults.known();
     let verdict = checker::check(&history, &clients, &known);
     let limits = RunLimits { max_relists_per_client: scenario.checks.max_relists_per_client };
     failed_checks.extend(checker::run_checks(&history, &writes.acknowledged, &verdict, &limits));
+    failed_checks.extend(caches.iter().chain(&work).filter(|c| !c.passed).map(|c| format!("{}: {}", c.command, c.outcome)));
     let storage_line: Vec<(u64, i64)> = arrived_ms.iter().copied().zip(history.iter().map(|e| e.revision)).collect();
     let recoveries = recoveries(&faults.log, &storage_line, &clients);
     cluster.stop().await;
     Ok(Outcome {
-        passed: verdict.passed && failed_checks.is_empty(),
+        passed: verdict.passed && failed_checks.is_empty() && audit.clean(),
+        audit,
+        epoch_ms,
+        ends: caches.into_iter().chain(work).collect(),
         verdict,
         failed_checks,
         faults: faults.log,
@@ -94,17 +122,21 @@ struct Cluster {
 }
 
 impl Cluster {
-    /// Starts the scenario's storage and servers (with the debug API, and no compactor of their
-    /// own: the scenario decides when storage is compacted). On etcd the servers share one key
-    /// prefix, as the kube-apiservers of one cluster do.
-    async fn start(scenario: &Scenario) -> anyhow::Result<Cluster> {
+    /// Starts the scenario's storage and servers (with the debug API, the client audit, the
+    /// run's tokens, and no compactor of their own: the scenario decides when storage is
+    /// compacted). With commands they serve HTTPS: kubectl sends a token over HTTPS only. On
+    /// etcd the servers share one key prefix, as the kube-apiservers of one cluster do.
+    async fn start(scenario: &Scenario, identities: &Identities) -> anyhow::Result<Cluster> {
         let binary = std::env::current_exe().context("finding the listwatch binary")?;
+        let token_file = identities.token_file.display().to_string();
+        let tls = !scenario.commands.is_empty();
         let builder = |i: usize| {
             Server::builder()
                 .name(&format!("simulate-{i}"))
                 .fallback_binary(binary.clone())
                 .debug_api(true)
-                .args(["--compaction-interval=0"])
+                .args(["--compaction-interval=0", "--audit-clients", "--token-auth-file", &token_file])
+                .args(tls.then_some("--tls-generate"))
                 // The controllers make the deployments' pods (the harness runs servers bare).
                 .args(scenario.workload.deployments.is_some().then_some("--controllers=all"))
         };
@@ -124,7 +156,8 @@ impl Cluster {
             };
             servers.push(builder.try_start().await.map_err(|e| anyhow::anyhow!("starting server {i}: {e}"))?);
         }
-        let clients = servers.iter().map(client_of).collect::<anyhow::Result<_>>()?;
+        let clients =
+            servers.iter().map(|s| identities.client(&s.kubeconfig, "runner")).collect::<anyhow::Result<_>>()?;
         Ok(Cluster {
             servers: Arc::new(tokio::sync::Mutex::new(servers)),
             etcd: Arc::new(tokio::sync::Mutex::new(etcd)),
@@ -132,9 +165,9 @@ impl Cluster {
         })
     }
 
-    /// The first server's kubeconfig (the one the commands get).
-    async fn kubeconfig(&self) -> std::path::PathBuf {
-        self.servers.lock().await[0].kubeconfig.clone()
+    /// Every server's kubeconfig.
+    async fn kubeconfigs(&self) -> Vec<std::path::PathBuf> {
+        self.servers.lock().await.iter().map(|s| s.kubeconfig.clone()).collect()
     }
 
     async fn stop(self) {
@@ -142,11 +175,6 @@ impl Cluster {
             server.stop().await;
         }
     }
-}
-
-fn client_of(server: &Server) -> anyhow::Result<Client> {
-    let config = Config::from_kubeconfig(&server.kubeconfig).context("reading the server's kubeconfig")?;
-    Ok(Client::new(config)?)
 }
 
 /// The workload's writers: the object writer and, when asked, the deployment churn.

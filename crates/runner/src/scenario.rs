@@ -60,6 +60,9 @@ pub struct Scenario {
     /// What must hold at the end besides the watch guarantees.
     #[serde(default)]
     pub checks: Checks,
+    /// How sensitive the client audit's rules are (`off: [rule, ...]` turns rules off).
+    #[serde(default)]
+    pub audit: listwatch_simulator::audit::Thresholds,
 }
 
 /// Where objects live and how many servers serve them.
@@ -244,13 +247,103 @@ fn one_u32() -> u32 {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CommandSpec {
-    /// A name for the report.
+    /// A name for the report; the program authenticates as `simulate:<name>`.
     pub name: String,
     /// The command line, run by `sh -c`.
     pub run: String,
-    /// What counts as passing.
+    /// What its exit must be (`success`, the default, or `running`).
     #[serde(default)]
-    pub expect: CommandExpectation,
+    pub exit: Option<CommandExpectation>,
+    /// The older spelling of `exit` (`expect: running`), or a condition over the final objects
+    /// that must hold within the converge deadline (the controller's work).
+    #[serde(default)]
+    pub expect: Option<Expect>,
+    /// Where the program serves its informer cache as a Kubernetes List, compared with storage
+    /// after the quiet period; `${PORT}` is the port the runner gave it (in `PORT`).
+    #[serde(default)]
+    pub cache: Option<CacheSpec>,
+}
+
+impl CommandSpec {
+    /// What its exit must be.
+    pub fn exit(&self) -> CommandExpectation {
+        match (&self.exit, &self.expect) {
+            (Some(exit), _) => *exit,
+            (None, Some(Expect::Exit(exit))) => *exit,
+            _ => CommandExpectation::Success,
+        }
+    }
+
+    /// The condition its work must meet, if any.
+    pub fn work(&self) -> Option<&WorkCondition> {
+        match &self.expect {
+            Some(Expect::Work(work)) => Some(work),
+            _ => None,
+        }
+    }
+}
+
+/// `expect:` of a command.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Expect {
+    /// `success` or `running`.
+    Exit(CommandExpectation),
+    /// A CEL condition every object of a resource must meet.
+    Work(WorkCondition),
+}
+
+/// A condition over the final objects: `cel` (with `self` the object) holds for every object
+/// of `resource` (in `namespace` if given) within the converge deadline.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WorkCondition {
+    /// The resource's plural name.
+    pub resource: String,
+    /// Its API group (`""`, the default, for the core group).
+    #[serde(default)]
+    pub group: String,
+    /// Its version (default `v1`).
+    #[serde(default = "v1")]
+    pub version: String,
+    /// Only this namespace's objects.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The CEL expression.
+    pub cel: String,
+}
+
+fn v1() -> String {
+    "v1".into()
+}
+
+/// Where a program serves its cache, and what of storage it holds.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum CacheSpec {
+    /// A URL; the scope is the one the program watched.
+    Url(String),
+    /// A URL and the scope to compare with.
+    Scoped(ScopedCache),
+}
+
+/// `cache: {url, resource, ...}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ScopedCache {
+    /// The URL.
+    pub url: String,
+    /// The resource's plural name.
+    pub resource: String,
+    /// Its group.
+    #[serde(default)]
+    pub group: String,
+    /// The namespace cached (all when absent).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The label selector cached.
+    #[serde(default)]
+    pub label_selector: Option<String>,
 }
 
 /// What an external program must do.
@@ -744,6 +837,16 @@ pub fn parse_with_backend(file: &str, text: &str, backend: Option<&str>) -> Resu
         {
             return refuse(format!("pauseClient: no client {client:?}; the clients are {}", client_ids.join(", ")));
         }
+    }
+    for command in &scenario.commands {
+        if let Some(work) = command.work()
+            && let Err(why) = listwatch_apiextensions::schema::cel::compiles(&work.cel)
+        {
+            return refuse(format!("commands: {}: expect.cel {:?} does not compile: {why}", command.name, work.cel));
+        }
+    }
+    if let Err(why) = scenario.audit.validate() {
+        return refuse(format!("audit: {why}"));
     }
     if !(scenario.workload.rate > 0.0 && scenario.workload.rate.is_finite()) {
         return refuse(format!("workload.rate: {}; expected writes per second above 0", scenario.workload.rate));

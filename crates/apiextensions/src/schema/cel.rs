@@ -308,6 +308,26 @@ pub fn not_checked() -> FieldError {
     )
 }
 
+/// Whether `condition` holds for `object` (as `self`, typed as JSON types it: whole numbers
+/// are ints), in the environment of the schema rules: the simulator's check of a controller's
+/// work. `Err` says why it cannot be compiled or evaluated, or what it evaluated to instead of
+/// a bool.
+pub fn holds(condition: &str, object: &Value) -> Result<bool, String> {
+    let program = program(condition)?;
+    let mut context = Context::with_env(env());
+    context.add_variable_from_value("self", to_cel(&Schema::default(), object));
+    match program.execute(&context) {
+        Ok(Cel::Bool(holds)) => Ok(holds),
+        Ok(other) => Err(format!("{condition} evaluated to a {}, not a bool", other.type_of())),
+        Err(e) => Err(format!("{e} evaluating {condition}")),
+    }
+}
+
+/// Whether `condition` compiles.
+pub fn compiles(condition: &str) -> Result<(), String> {
+    program(condition).map(|_| ())
+}
+
 /// `value` as CEL sees it under `schema`.
 fn to_cel(schema: &Schema, value: &Value) -> Cel {
     match value {
