@@ -105,7 +105,9 @@ impl Query {
     pub fn flag(&self, name: &str) -> bool {
         match self.get(name) {
             None => false,
-            Some(v) => !matches!(v.to_ascii_lowercase().as_str(), "0" | "false"),
+            // kube's Convert_Slice_string_To_bool: "0", and f, false, n, no in any case, are
+            // false; anything else (True, yes, even empty) is true.
+            Some(v) => !matches!(v.to_ascii_lowercase().as_str(), "0" | "f" | "false" | "n" | "no"),
         }
     }
 

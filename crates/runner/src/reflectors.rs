@@ -119,17 +119,19 @@ impl Reflectors {
 async fn reflect(
     mut reflector: Reflector<DynamicObject>,
     store: Store,
-    pause: watch::Receiver<Option<Instant>>,
+    mut pause: watch::Receiver<Option<Instant>>,
     mut stop: watch::Receiver<bool>,
 ) {
     loop {
-        // A paused client reads nothing (its stream's bytes wait in the buffers) until then.
-        let paused_until = *pause.borrow();
+        // A paused client reads nothing (its stream's bytes wait in the buffers) until then, or
+        // until the pause is changed (an `untilClosed` pause ends when the server has acted).
+        let paused_until = *pause.borrow_and_update();
         if let Some(until) = paused_until
             && Instant::now() < until
         {
             tokio::select! {
                 _ = tokio::time::sleep_until(until.into()) => {}
+                _ = pause.changed() => {}
                 _ = stop.wait_for(|s| *s) => return,
             }
             continue;

@@ -25,6 +25,8 @@ pub struct Outcome {
     pub epoch_ms: u64,
     /// The programs' end states: their caches and their work.
     pub ends: Vec<EndCheck>,
+    /// What the servers saw of every client, as the audit judged it.
+    pub requests: Vec<listwatch_simulator::audit::Request>,
     /// Whether every guarantee and every check held.
     pub passed: bool,
     /// The run's own checks (acknowledged writes kept, relist limits, commands), failed ones only.
@@ -169,6 +171,9 @@ impl Outcome {
         }
         for client in &self.clients {
             writeln!(out, "{}", json!({"client": client}))?;
+        }
+        for request in &self.requests {
+            writeln!(out, "{}", json!({"request": request}))?;
         }
         Ok(())
     }

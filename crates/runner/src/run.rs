@@ -100,6 +100,7 @@ pub async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::R
         passed: verdict.passed && failed_checks.is_empty() && audit.clean(),
         audit,
         epoch_ms,
+        requests,
         ends: caches.into_iter().chain(work).collect(),
         verdict,
         failed_checks,

@@ -210,12 +210,11 @@ fn scope_of(request: &ResourceRequest, query: &Query) -> Scope {
 }
 
 fn params_of(query: &Query) -> Params {
-    let flag = |name: &str| query.get(name).map(|v| v == "true" || v == "1");
     Params {
         resource_version: query.get("resourceVersion").map(str::to_owned),
         resource_version_match: query.get("resourceVersionMatch").filter(|v| !v.is_empty()).map(str::to_owned),
-        send_initial_events: flag("sendInitialEvents"),
-        allow_watch_bookmarks: flag("allowWatchBookmarks").unwrap_or(false),
+        send_initial_events: query.optional_flag("sendInitialEvents"),
+        allow_watch_bookmarks: query.flag("allowWatchBookmarks"),
         limit: query.get("limit").and_then(|v| v.parse().ok()),
         continued: query.get("continue").is_some_and(|v| !v.is_empty()),
         timeout_seconds: query.get("timeoutSeconds").and_then(|v| v.parse().ok()),

@@ -134,8 +134,16 @@ pub(super) fn walk(
             steps.push((stalled, Step::Stalled(i)));
         }
     }
-    // A stream's end comes before a request of the same millisecond: the client reacts to it.
-    steps.sort_by_key(|(at, step)| (*at, matches!(step, Step::Request(_))));
+    // A stream's end comes before a request of the same millisecond (the client reacts to
+    // it), but never before its own request (a watch that failed at once).
+    steps.sort_by_key(|(at, step)| {
+        let rank = match step {
+            Step::StreamEnd(i) | Step::Stalled(i) if requests[*i].at_ms == *at => 2,
+            Step::StreamEnd(_) | Step::Stalled(_) => 0,
+            Step::Request(_) => 1,
+        };
+        (*at, rank)
+    });
     let mut walk = Walk {
         client,
         requests,

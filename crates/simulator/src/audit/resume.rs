@@ -157,8 +157,11 @@ impl Walk<'_> {
         evidence
     }
 
-    /// `full-replay`: a streaming list on a re-watch, with a point to resume from and no 410
-    /// since it.
+    /// `full-replay`: a streaming list on a re-watch that could have resumed: the scope's last
+    /// stream ended cleanly (its deadline, or the server closing it), it had been delivered a
+    /// point, and no error came since. (After an error, a lost server or a cut, client-go too
+    /// relists, by a streaming list when it uses them; kube-rs before 3.0 did it after every
+    /// normal end.)
     fn check_full_replay(&mut self, i: usize, delivered: Option<i64>, rewatch: bool) {
         let request = self.requests[i];
         let gone = self
@@ -166,11 +169,13 @@ impl Walk<'_> {
             .iter()
             .any(|(scope, state)| covers(scope, &request.scope) && state.gone_since_delivered);
         let Some(delivered) = delivered else { return };
-        if !rewatch || gone {
+        let Some(state) = self.scopes.get(&request.scope) else { return };
+        let clean_end = matches!(state.last_stream, Some((_, _, Some(StreamEnd::Timeout | StreamEnd::ServerClosed))));
+        if !rewatch || gone || !clean_end || state.retries.after_error() {
             return;
         }
         let summary = format!(
-            "re-watched with sendInitialEvents=true (every object again) although it could resume at {delivered} and had no 410"
+            "re-watched with sendInitialEvents=true (every object again) after its stream ended cleanly, although it could resume at {delivered}"
         );
         let evidence = self.recent(&request.scope, i, 2);
         self.find(Rule::FullReplay, i, summary, evidence);

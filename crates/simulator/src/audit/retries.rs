@@ -41,6 +41,11 @@ pub(super) struct Gone {
 }
 
 impl RetryState {
+    /// Whether the last answer or stream end in the scope was an error.
+    pub(super) fn after_error(&self) -> bool {
+        self.last_answer_error
+    }
+
     /// What a stream's end leaves: a cause for a LIST (unless the client itself hung up), and
     /// an error (the ERROR event's 410 among them).
     pub(super) fn stream_end(&mut self, i: usize, request: &Request, watch: &WatchServed) {
@@ -149,6 +154,12 @@ impl Walk<'_> {
         let repeats = self.thresholds.gone_repeats;
         let state = self.retry_state(i);
         let Some(gone) = &mut state.gone else { return };
+        // A streaming list is a relist (client-go's, after a 410, starts at its last
+        // resourceVersion too): it ends the loop rather than repeats it.
+        if request.params.send_initial_events == Some(true) {
+            state.gone = None;
+            return;
+        }
         let asked = request.params.numeric_resource_version();
         if asked.is_none_or(|rv| rv > gone.resource_version) || gone.asked.is_empty() {
             return;

@@ -290,3 +290,15 @@ fn resuming_behind_a_stream_read_to_its_end_goes_back_in_time() {
     d.watch("18", Some(25), 5_000, StreamEnd::Timeout);
     assert_eq!(findings(&d, &history(25)), []);
 }
+
+#[test]
+fn a_watch_that_fails_at_once_counts_once() {
+    // A watch answered 200 whose stream is only the ERROR 410, in the same millisecond, then
+    // client-go's LIST at the same resourceVersion: one re-ask, not two.
+    let mut c = Client::new();
+    c.list(Some("0"), 5).watch("5", None, 0, StreamEnd::Error);
+    c.last().watch.as_mut().unwrap().error =
+        Some(Answer { code: 410, message: Some("too old resource version: 5 (9)".into()), ..Answer::default() });
+    c.after(800).list(Some("5"), 12).watch("12", Some(12), 1000, StreamEnd::Timeout);
+    assert_eq!(findings(&c, &history(12)), []);
+}
