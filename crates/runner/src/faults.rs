@@ -269,6 +269,9 @@ fn stream_query(stream: &StreamFault) -> String {
         }
         StreamFault::Blackhole { duration } => format!("fault=blackhole&for={}ms", duration.0.as_millis()),
         StreamFault::Goaway {} => "fault=goaway".to_string(),
+        StreamFault::Stall { duration } => {
+            format!("fault=stall&for={}ms", duration.map_or(0, |d| d.0.as_millis()))
+        }
     }
 }
 

@@ -138,6 +138,7 @@ impl Cluster {
                 .debug_api(true)
                 .args(["--compaction-interval=0", "--audit-clients", "--token-auth-file", &token_file])
                 .args(tls.then_some("--tls-generate"))
+                .args(scenario.backend.server_args.iter())
                 // The controllers make the deployments' pods (the harness runs servers bare).
                 .args(scenario.workload.deployments.is_some().then_some("--controllers=all"))
         };

@@ -78,11 +78,14 @@ pub struct BackendSpec {
     /// listwatch servers sharing the storage (more than one needs etcd).
     #[serde(default = "one")]
     pub servers: u8,
+    /// More `listwatch serve` flags for every server (a smaller watch-cache window, say).
+    #[serde(default)]
+    pub server_args: Vec<String>,
 }
 
 impl Default for BackendSpec {
     fn default() -> Self {
-        BackendSpec { kind: BackendKind::default(), members: 1, servers: 1 }
+        BackendSpec { kind: BackendKind::default(), members: 1, servers: 1, server_args: Vec::new() }
     }
 }
 
@@ -505,6 +508,13 @@ pub enum StreamFault {
     },
     /// HTTP/2 GOAWAY on every connection.
     Goaway {},
+    /// The open streams (and those opened within `for`) go silent for good and never end: a
+    /// half-open connection, which only the client's own timeout notices.
+    Stall {
+        /// How long new streams are stalled too (default: only those open now).
+        #[serde(rename = "for", default)]
+        duration: Option<Dur>,
+    },
 }
 
 /// A duration written as `250ms`, `5s`, `1m30s`.

@@ -276,9 +276,20 @@ impl Walk<'_> {
 
     /// The point the client was delivered in `scope`: the highest over every scope of the same
     /// resource that holds it (a watch of all namespaces delivers what a namespace's watch
-    /// would), streams still open included (their last point, which can only excuse); and
-    /// whether a stream lost with its server makes that point unknown.
+    /// would), streams still open included (their last point, which can only excuse a resume);
+    /// and whether a stream lost with its server makes that point unknown.
     pub(super) fn delivered_point(&self, scope: &Scope, before: usize) -> (Option<i64>, bool) {
+        self.point(scope, before, true)
+    }
+
+    /// The point the client had surely been delivered in `scope` before request `before`: as
+    /// [`Self::delivered_point`], but without streams still open (whose last point may come
+    /// later), so that it can only excuse a state served as older.
+    pub(super) fn surely_delivered(&self, scope: &Scope, before: usize) -> Option<i64> {
+        self.point(scope, before, false).0
+    }
+
+    fn point(&self, scope: &Scope, before: usize, open_streams: bool) -> (Option<i64>, bool) {
         let mut point = None;
         let mut lost = false;
         for (other, state) in &self.scopes {
@@ -289,7 +300,7 @@ impl Walk<'_> {
         }
         // Streams open at this request's time: what they delivered so far is at most their end.
         let at = self.requests[before].at_ms;
-        for (j, request) in self.requests.iter().enumerate().take(before) {
+        for (j, request) in self.requests.iter().enumerate().take(before).filter(|_| open_streams) {
             if let Some(watch) = &request.watch
                 && watch.ended_ms.is_none_or(|ended| ended > at)
                 && covers(&request.scope, scope)

@@ -189,7 +189,7 @@ impl Walk<'_> {
         if request.params.resource_version_match.as_deref() == Some("Exact") {
             return;
         }
-        let (Some(delivered), _) = self.delivered_point(&request.scope, i) else { return };
+        let Some(delivered) = self.surely_delivered(&request.scope, i) else { return };
         if served >= delivered {
             return;
         }
