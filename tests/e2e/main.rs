@@ -26,3 +26,4 @@ mod transports;
 mod validation;
 mod watching;
 mod workloads;
+mod zoo;

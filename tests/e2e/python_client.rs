@@ -13,7 +13,7 @@ on_both_backends!(builtins_create_list_watch, custom_objects_through_a_crd,);
 /// The interpreter with the client installed: `LISTWATCH_PYTHON` when `scripts/test.sh` installed
 /// it before the tests started, else installed now (the script locks, so parallel tests wait for
 /// one install).
-async fn python() -> String {
+pub async fn python() -> String {
     if let Ok(python) = std::env::var("LISTWATCH_PYTHON") {
         return python;
     }

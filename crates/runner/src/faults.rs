@@ -101,10 +101,11 @@ impl FaultTarget {
                 Ok(Caused::note("dropped every watch"))
             }
             Fault::ResetCache { resource } => self.reset_cache(resource.as_deref().unwrap_or("configmaps")).await,
-            Fault::Throttle { count, retry_after } => {
+            Fault::Throttle { count, retry_after, plain } => {
                 let retry = retry_after.unwrap_or(1);
-                self.debug(&format!("/debug/listwatch/throttle?count={count}&retryAfterSeconds={retry}")).await?;
-                Ok(Caused::note(format!("throttled {count} requests")))
+                self.debug(&format!("/debug/listwatch/throttle?count={count}&retryAfterSeconds={retry}&plain={plain}"))
+                    .await?;
+                Ok(Caused::note(format!("throttled {count} requests{}", if *plain { " (plain text)" } else { "" })))
             }
             Fault::StorageOutage { duration } => {
                 let secs = duration.0.as_secs_f64();

@@ -429,6 +429,10 @@ pub enum Fault {
         /// Seconds in `Retry-After` (1 by default).
         #[serde(default)]
         retry_after: Option<u32>,
+        /// Answer as kube's in-flight and priority-and-fairness filters do, in plain text, not
+        /// with a Status (clients that expect a Status must cope: kopf #1229).
+        #[serde(default)]
+        plain: bool,
     },
     /// Storage fails every request, as a dead etcd does, for a while.
     StorageOutage {
@@ -617,7 +621,11 @@ fn read_fault<'de, A: MapAccess<'de>>(name: &str, map: &mut A) -> Result<Fault, 
         "dropWatches" => map.next_value::<DropWatchesArgs>().map(|a| Fault::DropWatches { resource: a.resource })?,
         "resetCache" => map.next_value::<ResetCacheArgs>().map(|a| Fault::ResetCache { resource: a.resource })?,
         "throttle" => {
-            map.next_value::<ThrottleArgs>().map(|a| Fault::Throttle { count: a.count, retry_after: a.retry_after })?
+            map.next_value::<ThrottleArgs>().map(|a| Fault::Throttle {
+                count: a.count,
+                retry_after: a.retry_after,
+                plain: a.plain,
+            })?
         }
         "storageOutage" => map.next_value::<OutageArgs>().map(|a| Fault::StorageOutage { duration: a.duration })?,
         "streams" => Fault::Streams(map.next_value::<StreamFault>()?),
@@ -712,6 +720,8 @@ struct ThrottleArgs {
     count: u32,
     #[serde(default)]
     retry_after: Option<u32>,
+    #[serde(default)]
+    plain: bool,
 }
 
 #[derive(Deserialize)]

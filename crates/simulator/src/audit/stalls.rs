@@ -27,9 +27,13 @@ impl Walk<'_> {
         !matches!(end, Some(StreamEnd::ClientGone) | None)
     }
 
-    /// A new watch pays what the streams of its scope owe; one after the deadline is late.
+    /// A new watch the server started pays what the streams of its scope owe (one refused,
+    /// a 429 say, pays nothing); one after the deadline is late.
     pub(super) fn satisfy_stalls(&mut self, i: usize) {
         let request = self.requests[i];
+        if request.watch.is_none() {
+            return;
+        }
         let mut late = Vec::new();
         self.stalls.0.retain(|(owed, since, due)| {
             let paid = covers(&request.scope, &self.requests[*owed].scope) && request.at_ms >= *since;

@@ -302,3 +302,14 @@ fn a_watch_that_fails_at_once_counts_once() {
     c.after(800).list(Some("5"), 12).watch("12", Some(12), 1000, StreamEnd::Timeout);
     assert_eq!(findings(&c, &history(12)), []);
 }
+
+#[test]
+fn a_refused_watch_does_not_replace_a_stream() {
+    // kopf 1.42.1: its watch gets a 429 after a stream end, and its watcher dies.
+    let mut c = Client::new();
+    c.list(Some("0"), 5).watch("5", Some(6), 1000, StreamEnd::ServerClosed);
+    c.error(Verb::Watch, Some("6"), 429, "Too many requests, please try again later.");
+    c.after(60_000).list(None, 7);
+    let thresholds = Thresholds { stall_deadline: Duration::from_secs(15), ..Thresholds::default() };
+    assert_eq!(rules(&c, &history(7), &thresholds), [Rule::Stalled]);
+}
