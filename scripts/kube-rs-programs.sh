@@ -9,5 +9,5 @@ cd "$(dirname "$0")/.."
 LISTWATCH_CACHE="${LISTWATCH_CACHE:-${HOME:?HOME is not set}/.cache/listwatch}"
 target="$LISTWATCH_CACHE/target-kube-rs"
 CARGO_TARGET_DIR="$target" cargo build --release --locked --quiet \
-    --manifest-path crates/bench/kube-rs/Cargo.toml --bin kube_rs_custom_resource >&2
+    --manifest-path crates/bench/kube-rs/Cargo.toml --bin kube_rs_custom_resource --bin kube_rs_watch >&2
 echo "$target/release"

@@ -26,6 +26,9 @@ scripts/etcd.sh path >/dev/null
 scripts/etcd.sh path --version 3.4 >/dev/null
 LISTWATCH_PYTHON=$(scripts/python-client.sh)
 export LISTWATCH_PYTHON
+# The zoo's released clients (Python, kopf, client-node), each pinned beside its fix.
+LISTWATCH_ZOO_CLIENTS=$(scripts/zoo-clients.sh)
+export LISTWATCH_ZOO_CLIENTS
 
 etcd_info=$(scripts/etcd.sh start --unsafe --exit-with $$)
 etcd_pid=$(sed -n 's/^PID=//p' <<<"$etcd_info")
@@ -44,7 +47,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps >&2
 # The end-to-end tests run the built binaries.
 cargo build --locked --workspace --bins >&2
 export LISTWATCH_BIN="$CARGO_TARGET_DIR/debug/listwatch"
-# The kube-rs programs (kube 5, a workspace of their own) the kube-rs tests run.
+# The kube-rs programs (kube 5, a workspace of their own) the kube-rs and zoo tests run.
 LISTWATCH_KUBE_RS_PROGRAMS=$(scripts/kube-rs-programs.sh)
 export LISTWATCH_KUBE_RS_PROGRAMS
 

@@ -12,7 +12,7 @@ use crate::support::{Backend, Server};
 on_both_backends!(server_side_apply_and_a_watcher_on_a_custom_resource,);
 
 /// The directory holding the built programs.
-async fn programs() -> PathBuf {
+pub async fn programs() -> PathBuf {
     if let Some(dir) = std::env::var_os("LISTWATCH_KUBE_RS_PROGRAMS") {
         return PathBuf::from(dir);
     }

@@ -147,8 +147,8 @@ impl Walk<'_> {
         self.find(Rule::HotLoop, i, summary, evidence);
     }
 
-    /// `410-loop`: after a 410 for r, r or older asked again more often than the threshold,
-    /// with no successful LIST in between.
+    /// `410-loop`: after a 410 for r, r or older asked again, and refused with 410 again, more
+    /// often than the threshold, with no successful LIST in between.
     pub(super) fn check_gone_loop(&mut self, i: usize) {
         let request = self.requests[i];
         let repeats = self.thresholds.gone_repeats;
@@ -162,6 +162,13 @@ impl Walk<'_> {
         }
         let asked = request.params.numeric_resource_version();
         if asked.is_none_or(|rv| rv > gone.resource_version) || gone.asked.is_empty() {
+            return;
+        }
+        // Only a re-ask refused with 410 again turns the loop: a retry of a LIST that was
+        // throttled, or one that succeeds, is not one.
+        let refused_again = request.answer.code == 410
+            || request.watch.as_ref().and_then(|w| w.error.as_ref()).is_some_and(|e| e.code == 410);
+        if !refused_again {
             return;
         }
         // `asked` holds the 410 itself and the requests since that asked again.

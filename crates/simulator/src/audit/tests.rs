@@ -313,3 +313,14 @@ fn a_refused_watch_does_not_replace_a_stream() {
     let thresholds = Thresholds { stall_deadline: Duration::from_secs(15), ..Thresholds::default() };
     assert_eq!(rules(&c, &history(7), &thresholds), [Rule::Stalled]);
 }
+
+#[test]
+fn a_throttled_retry_of_the_list_after_a_410_is_not_a_loop() {
+    // Our reflector in chaos: WATCH r gets 410, the LIST at r is throttled, then succeeds.
+    let mut c = Client::new();
+    c.list(Some("0"), 5).after(1000).error(Verb::Watch, Some("5"), 410, "too old resource version: 5 (9)");
+    c.after(800).error(Verb::List, Some("5"), 429, "throttled");
+    c.last().answer.retry_after_seconds = Some(1);
+    c.after(1600).list(Some("5"), 12).watch("12", Some(12), 1000, StreamEnd::Timeout);
+    assert_eq!(findings(&c, &history(12)), []);
+}
