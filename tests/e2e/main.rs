@@ -5,6 +5,7 @@ mod support;
 mod api_errors;
 mod auth;
 mod bad_input;
+mod client_audit;
 mod controllers;
 mod crds;
 mod gates;
