@@ -53,7 +53,9 @@ async fn serve_audit_clients_finds_a_client_that_ignores_retry_after() {
 
     let metrics = reqwest::get(server.api("/metrics")).await.unwrap().text().await.unwrap();
     assert!(
-        metrics.contains(r#"listwatch_client_audit_findings{client="hammer/1.0 @ 127.0.0.1",rule="retry-after-ignored"} "#),
+        metrics.contains(
+            r#"listwatch_client_audit_findings{client="hammer/1.0 @ 127.0.0.1",rule="retry-after-ignored"} "#
+        ),
         "{metrics}"
     );
     assert!(metrics.contains(r#"listwatch_client_audit_findings{client="polite/1.0 @ 127.0.0.1",rule="hot-loop"} 0"#));

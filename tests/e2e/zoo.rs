@@ -206,10 +206,7 @@ async fn current_clients() -> Vec<(String, String)> {
     let kubectl = kubectl_binary();
     vec![
         ("python".into(), released_command("python-kubernetes-36.0.3", "python_watch_loop.py", "sim-0").await),
-        (
-            "python-bookmarks".into(),
-            released_command("python-kubernetes-36.0.3", "python_bookmarks.py", "sim-0").await,
-        ),
+        ("python-bookmarks".into(), released_command("python-kubernetes-36.0.3", "python_bookmarks.py", "sim-0").await),
         ("client-node".into(), released_command("node-client-1.4.0", "informer.mjs", "sim-0").await),
         ("kopf".into(), released_command("python-kopf-1.42.2", "kopf_operator.py", "sim-0").await),
         ("kube-rs".into(), format!("'{}' sim-0", kube_rs.display())),

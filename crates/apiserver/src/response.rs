@@ -30,10 +30,9 @@ pub fn error(e: &ApiError) -> HttpResponse {
     let status = e.status();
     let mut response = json(e.code(), Bytes::from(status.to_json()));
     // For the client audit: what the Status said, without parsing the body again.
-    response.extensions_mut().insert(crate::client_audit::ErrorAnswer {
-        reason: status.reason.clone(),
-        message: status.message.clone(),
-    });
+    response
+        .extensions_mut()
+        .insert(crate::client_audit::ErrorAnswer { reason: status.reason.clone(), message: status.message.clone() });
     if let Some(seconds) = e.retry_after() {
         response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use listwatch_storage::{Storage, StorageError};
 use serde_json::Value;
 
-use crate::config::ServerConfig;
 use crate::client_audit::{Peer, identity};
+use crate::config::ServerConfig;
 use crate::state::ApiState;
 
 /// Namespaces kube-apiserver creates at startup.

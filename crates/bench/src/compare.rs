@@ -31,11 +31,10 @@ use serde::Serialize;
 use super::ServerArgs;
 use super::etcd_direct::{self, DirectPlan, PrivateEtcd};
 use super::fanout::{self, FanoutArgs};
-use super::row::Row;
 use super::report;
+use super::row::Row;
 use super::server::ServerUnderTest;
 use super::transport::{Transport, WireEncoding};
-
 
 /// The swept dimensions (`--sweep KEY=V1,V2`).
 #[derive(Default, Debug)]

@@ -38,10 +38,10 @@ use hdrhistogram::Histogram;
 use listwatch_testkit::etcd::{EtcdProcess, EtcdProcessOptions};
 use tokio::sync::{Semaphore, oneshot, watch};
 
-use super::row::Row;
 use super::fanout::{WriteRate, parse_rate};
 use super::objects;
 use super::report::{self, LatencySummary};
+use super::row::Row;
 use super::rv_log::WriteLog;
 use super::server::{ProcessUsage, cpu_between, reset_peak_rss_of};
 

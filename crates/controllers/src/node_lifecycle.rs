@@ -29,9 +29,9 @@ use listwatch_client::{
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
+use crate::common::NODE_INDEX;
 use crate::common::{self, Workers};
 use crate::nodes::{LEASE_NAMESPACE, leases};
-use crate::common::NODE_INDEX;
 use crate::taints;
 
 /// The conditions a kubelet reports, which go Unknown when it stops.

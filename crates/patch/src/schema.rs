@@ -28,7 +28,6 @@
 
 use serde_json::Value;
 
-
 /// How a list merges and is owned.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ListType {

@@ -61,7 +61,8 @@ impl Identities {
     /// A kubeconfig for the program `name`: the server's, with `name`'s token as its user.
     pub fn kubeconfig(&self, server: &Path, name: &str, dir: &Path) -> anyhow::Result<PathBuf> {
         let text = std::fs::read_to_string(server).context("reading the server's kubeconfig")?;
-        let mut config: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).context("parsing the server's kubeconfig")?;
+        let mut config: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(&text).context("parsing the server's kubeconfig")?;
         if let Some(users) = config.get_mut("users").and_then(|u| u.as_sequence_mut()) {
             for user in users {
                 let mut credentials = serde_yaml_ng::Mapping::new();
@@ -123,7 +124,7 @@ async fn read(server: &Client) -> anyhow::Result<Vec<Request>> {
     let (_, body) =
         server.request(Method::GET, "/debug/listwatch/clients?records=true", "application/json", None).await?;
     let answer: Value = serde_json::from_slice(&body).context("the client records are not JSON")?;
-    Ok(serde_json::from_value(answer["requests"].clone()).context("reading the client records")?)
+    serde_json::from_value(answer["requests"].clone()).context("reading the client records")
 }
 
 /// The audit's verdict on a run's records.

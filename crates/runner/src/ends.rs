@@ -170,7 +170,8 @@ fn differences(cached: &BTreeMap<String, i64>, stored: &BTreeMap<String, i64>) -
     };
     let missing: Vec<&String> = stored.keys().filter(|k| !cached.contains_key(*k)).collect();
     let stale: Vec<&String> = cached.keys().filter(|k| !stored.contains_key(*k)).collect();
-    let old: Vec<&String> = cached.iter().filter(|(k, rv)| stored.get(*k).is_some_and(|s| *s > **rv)).map(|(k, _)| k).collect();
+    let old: Vec<&String> =
+        cached.iter().filter(|(k, rv)| stored.get(*k).is_some_and(|s| *s > **rv)).map(|(k, _)| k).collect();
     let mut found = Vec::new();
     if !missing.is_empty() {
         found.push(format!("{} missing ({})", missing.len(), name(missing)));
@@ -210,8 +211,8 @@ async fn fetch_list(url: &str) -> Result<Vec<Value>, String> {
         Ok((code, _)) => return Err(format!("cache: {url} answered {code}, not a List")),
         Err(e) => return Err(format!("cache: {url} never answered ({e})")),
     };
-    let value: Value =
-        serde_json::from_slice(&body).map_err(|e| format!("cache: {url} answered something that is not a List ({e})"))?;
+    let value: Value = serde_json::from_slice(&body)
+        .map_err(|e| format!("cache: {url} answered something that is not a List ({e})"))?;
     match value["items"].as_array() {
         Some(items) if items.iter().all(|i| i["metadata"]["name"].is_string()) => Ok(items.clone()),
         _ => Err(format!("cache: {url} answered JSON that is not a List (no items with metadata.name)")),
@@ -257,6 +258,12 @@ fn scope_path(scope: &Scope) -> String {
 
 fn encode(text: &str) -> String {
     text.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
         .collect()
 }

@@ -109,4 +109,3 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<std::process::ExitCode> {
     }
     Ok(if all_passed { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE })
 }
-

@@ -134,7 +134,8 @@ impl Outcome {
     fn print_audit(&self) {
         println!("  client audit: {:<28} findings", "client");
         for (client, rules) in &self.audit.clients {
-            let found: Vec<String> = rules.iter().filter(|(_, n)| **n > 0).map(|(rule, n)| format!("{rule} {n}")).collect();
+            let found: Vec<String> =
+                rules.iter().filter(|(_, n)| **n > 0).map(|(rule, n)| format!("{rule} {n}")).collect();
             let name = client.strip_prefix("simulate:").unwrap_or(client);
             let ends: Vec<String> = self
                 .ends

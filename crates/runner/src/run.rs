@@ -92,7 +92,8 @@ pub async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::R
     let verdict = checker::check(&history, &clients, &known);
     let limits = RunLimits { max_relists_per_client: scenario.checks.max_relists_per_client };
     failed_checks.extend(checker::run_checks(&history, &writes.acknowledged, &verdict, &limits));
-    failed_checks.extend(caches.iter().chain(&work).filter(|c| !c.passed).map(|c| format!("{}: {}", c.command, c.outcome)));
+    failed_checks
+        .extend(caches.iter().chain(&work).filter(|c| !c.passed).map(|c| format!("{}: {}", c.command, c.outcome)));
     let storage_line: Vec<(u64, i64)> = arrived_ms.iter().copied().zip(history.iter().map(|e| e.revision)).collect();
     let recoveries = recoveries(&faults.log, &storage_line, &clients);
     cluster.stop().await;

@@ -620,13 +620,11 @@ fn read_fault<'de, A: MapAccess<'de>>(name: &str, map: &mut A) -> Result<Fault, 
         }
         "dropWatches" => map.next_value::<DropWatchesArgs>().map(|a| Fault::DropWatches { resource: a.resource })?,
         "resetCache" => map.next_value::<ResetCacheArgs>().map(|a| Fault::ResetCache { resource: a.resource })?,
-        "throttle" => {
-            map.next_value::<ThrottleArgs>().map(|a| Fault::Throttle {
-                count: a.count,
-                retry_after: a.retry_after,
-                plain: a.plain,
-            })?
-        }
+        "throttle" => map.next_value::<ThrottleArgs>().map(|a| Fault::Throttle {
+            count: a.count,
+            retry_after: a.retry_after,
+            plain: a.plain,
+        })?,
         "storageOutage" => map.next_value::<OutageArgs>().map(|a| Fault::StorageOutage { duration: a.duration })?,
         "streams" => Fault::Streams(map.next_value::<StreamFault>()?),
         "restartServer" => {
@@ -636,13 +634,11 @@ fn read_fault<'de, A: MapAccess<'de>>(name: &str, map: &mut A) -> Result<Fault, 
         "etcdKill" => map
             .next_value::<EtcdKillArgs>()
             .map(|a| Fault::EtcdKill { member: a.member, restart_after: a.restart_after })?,
-        "pauseClient" => {
-            map.next_value::<PauseArgs>().map(|a| Fault::PauseClient {
-                client: a.client,
-                duration: a.duration,
-                until_closed: a.until_closed,
-            })?
-        }
+        "pauseClient" => map.next_value::<PauseArgs>().map(|a| Fault::PauseClient {
+            client: a.client,
+            duration: a.duration,
+            until_closed: a.until_closed,
+        })?,
         "bookmarkInterval" => {
             map.next_value::<BookmarkArgs>().map(|a| Fault::BookmarkInterval { interval: a.interval })?
         }

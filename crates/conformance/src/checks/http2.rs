@@ -14,8 +14,8 @@ use futures::StreamExt;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
-use crate::checks::stream::check_head;
 use crate::checks::expect::{Expected, expect_sequence};
+use crate::checks::stream::check_head;
 use crate::fixture::Fixture;
 use crate::http::truncate;
 use crate::watch::{BodyError, BodyStream, EVENT_TIMEOUT, WatchStream};

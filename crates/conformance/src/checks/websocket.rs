@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use serde_json::Value;
 
+use crate::checks::expect::{Expected, expect_events};
 use crate::checks::protobuf::require_protobuf;
 use crate::checks::stream::check_ndjson;
-use crate::checks::expect::{Expected, expect_events};
 use crate::fixture::{Fixture, encode};
 use crate::proto::{self, CONFIG_MAP, PROTOBUF, config_map_view, decode, unwrap};
 use crate::watch::{EVENT_TIMEOUT, WatchEvent};

@@ -66,6 +66,7 @@ mod updater;
 
 use serde_json::{Value, json};
 
+pub use crate::schema::ListType;
 pub use conflict::{ApplyError, Conflict};
 pub use csa_upgrade::{upgrade_managed_fields, upgrade_managed_fields_patch};
 pub use fieldpath::{FieldSet, Path, PathElement, path_string};
@@ -75,7 +76,6 @@ pub use manager_name::{
     BEFORE_FIRST_APPLY, FIELD_MANAGER_MAX_LENGTH, KUBECTL, KUBECTL_CLIENT_SIDE_APPLY, KUBECTL_LAST_APPLIED,
     UNKNOWN_MANAGER, kubectl_manager, manager_or_user_agent, prefix_from_user_agent,
 };
-pub use crate::schema::ListType;
 pub use schema::{ApplySchema, DeducedSchema, MapType, OpenApiSchema, list_type_of_strategy};
 
 use managed::{Managed, VersionedSet};

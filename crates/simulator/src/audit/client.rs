@@ -249,10 +249,11 @@ impl Walk<'_> {
         let bookmarks = request.params.allow_watch_bookmarks;
         let state = self.scopes.entry(request.scope.clone()).or_default();
         state.delivered = state.delivered.max(watch.delivered);
-        if bookmarks && let Some(b) = watch.last_bookmark {
-            if state.last_bookmark.is_none_or(|(last, _)| b >= last) {
-                state.last_bookmark = Some((b, i));
-            }
+        if bookmarks
+            && let Some(b) = watch.last_bookmark
+            && state.last_bookmark.is_none_or(|(last, _)| b >= last)
+        {
+            state.last_bookmark = Some((b, i));
         }
         state.listed_since_stream = false;
         state.last_stream = Some((i, watch.delivered, watch.end));

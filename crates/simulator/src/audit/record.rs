@@ -218,11 +218,8 @@ impl Request {
             Verb::Get => "GET",
             Verb::Write => "WRITE",
         };
-        let mut line = format!(
-            "{:.3} s {verb} {}",
-            self.at_ms.saturating_sub(epoch_ms) as f64 / 1000.0,
-            scope_text(&self.scope)
-        );
+        let mut line =
+            format!("{:.3} s {verb} {}", self.at_ms.saturating_sub(epoch_ms) as f64 / 1000.0, scope_text(&self.scope));
         if let Some(rv) = &self.params.resource_version {
             line.push_str(&format!(" resourceVersion={rv:?}"));
         }
@@ -237,7 +234,11 @@ impl Request {
             line.push_str(&format!(" {reason}"));
         }
         if let Some(list) = &self.list {
-            line.push_str(&format!(" (list at {}{})", list.resource_version, if list.more { ", more pages" } else { "" }));
+            line.push_str(&format!(
+                " (list at {}{})",
+                list.resource_version,
+                if list.more { ", more pages" } else { "" }
+            ));
         }
         if let Some(watch) = &self.watch {
             if let Some(delivered) = watch.delivered {
@@ -253,7 +254,8 @@ impl Request {
 
 /// `group/resource` with the namespace and selectors, as a finding names a scope.
 pub fn scope_text(scope: &Scope) -> String {
-    let resource = if scope.group.is_empty() { scope.resource.clone() } else { format!("{}.{}", scope.resource, scope.group) };
+    let resource =
+        if scope.group.is_empty() { scope.resource.clone() } else { format!("{}.{}", scope.resource, scope.group) };
     let mut text = match &scope.namespace {
         Some(namespace) => format!("{resource} in {namespace}"),
         None => resource,

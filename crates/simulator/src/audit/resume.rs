@@ -31,7 +31,9 @@ impl Walk<'_> {
                 self.check_skip(i, asked, delivered);
                 self.check_resume_behind(i, asked);
             }
-            None if params.send_initial_events != Some(true) && rewatch => self.check_current_state_rewatch(i, delivered),
+            None if params.send_initial_events != Some(true) && rewatch => {
+                self.check_current_state_rewatch(i, delivered);
+            }
             None => {}
         }
     }
@@ -85,10 +87,9 @@ impl Walk<'_> {
     /// changes (a deletion among them is lost for good).
     fn check_current_state_rewatch(&mut self, i: usize, delivered: Option<i64>) {
         let request = self.requests[i];
-        let listed = self
-            .scopes
-            .iter()
-            .any(|(scope, state)| covers(scope, &request.scope) && state.listed_since_stream && scope == &request.scope);
+        let listed = self.scopes.iter().any(|(scope, state)| {
+            covers(scope, &request.scope) && state.listed_since_stream && scope == &request.scope
+        });
         let (Some(delivered), Some(now)) = (delivered, request.watch.as_ref().and_then(|w| w.state_resource_version))
         else {
             return;
@@ -164,10 +165,7 @@ impl Walk<'_> {
     /// normal end.)
     fn check_full_replay(&mut self, i: usize, delivered: Option<i64>, rewatch: bool) {
         let request = self.requests[i];
-        let gone = self
-            .scopes
-            .iter()
-            .any(|(scope, state)| covers(scope, &request.scope) && state.gone_since_delivered);
+        let gone = self.scopes.iter().any(|(scope, state)| covers(scope, &request.scope) && state.gone_since_delivered);
         let Some(delivered) = delivered else { return };
         let Some(state) = self.scopes.get(&request.scope) else { return };
         let clean_end = matches!(state.last_stream, Some((_, _, Some(StreamEnd::Timeout | StreamEnd::ServerClosed))));

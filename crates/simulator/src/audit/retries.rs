@@ -5,9 +5,9 @@
 
 use std::collections::VecDeque;
 
+use super::Rule;
 use super::client::Walk;
 use super::record::{Request, StreamEnd, WatchServed};
-use super::Rule;
 
 /// What the retry rules keep of one scope.
 #[derive(Default)]
@@ -180,7 +180,8 @@ impl Walk<'_> {
         gone.reported = true;
         let rv = gone.resource_version;
         let asked: Vec<usize> = gone.asked.clone();
-        let summary = format!("asked resourceVersion {rv} (or older) {again} more times after a 410 for it, without a LIST");
+        let summary =
+            format!("asked resourceVersion {rv} (or older) {again} more times after a 410 for it, without a LIST");
         let evidence = asked.iter().take(6).map(|j| self.line(*j)).collect();
         self.find(Rule::GoneLoop, i, summary, evidence);
     }

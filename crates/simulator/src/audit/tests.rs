@@ -55,7 +55,8 @@ impl Client {
     fn watch(&mut self, asked: &str, delivered: Option<i64>, lasting: u64, end: StreamEnd) -> &mut Client {
         let ended = self.now + lasting;
         let request = self.request(Verb::Watch, Some(asked), 200);
-        request.watch = Some(WatchServed { delivered, ended_ms: Some(ended), end: Some(end), ..WatchServed::default() });
+        request.watch =
+            Some(WatchServed { delivered, ended_ms: Some(ended), end: Some(end), ..WatchServed::default() });
         self.now = ended;
         self
     }
@@ -206,8 +207,7 @@ fn lists_without_cause_are_a_relist_storm() {
         c.list(None, 5).after(1000);
     }
     assert_eq!(findings(&c, &history(5)), [Rule::RelistStorm]);
-    let mut tolerant = Thresholds::default();
-    tolerant.relist_slack = 10;
+    let tolerant = Thresholds { relist_slack: 10, ..Thresholds::default() };
     assert_eq!(rules(&c, &history(5), &tolerant), []);
 }
 

@@ -26,10 +26,10 @@ use crate::record::{ClientRecord, HistoryEvent, Known};
 pub use run::{RunLimits, run_checks};
 pub use verdict::{ClientVerdict, DETAILS_PER_GUARANTEE, Guarantee, Verdict, Violation};
 
-use gone::GoneJudge;
 use crate::scope::{Scope, ScopeText};
-use verdict::Findings;
 use crate::view::ScopedHistory;
+use gone::GoneJudge;
+use verdict::Findings;
 
 /// Judges a run: `history` is storage's change log, `clients` what each client observed, `known`
 /// what the run did on purpose that makes a 410 deserved.

@@ -69,7 +69,7 @@ mod tests {
         let kept = Acknowledged { key: "ns/a".into(), revision: 5, delete: false };
         let lost = Acknowledged { key: "ns/b".into(), revision: 6, delete: false };
         let verdict = Verdict { passed: true, violations: Default::default(), clients: Vec::new() };
-        assert!(run_checks(&history, &[kept.clone()], &verdict, &RunLimits::default()).is_empty());
+        assert!(run_checks(&history, std::slice::from_ref(&kept), &verdict, &RunLimits::default()).is_empty());
         let failed = run_checks(&history, &[kept, lost], &verdict, &RunLimits::default());
         assert_eq!(failed, ["1 acknowledged writes are missing from storage's history"]);
     }
