@@ -23,6 +23,7 @@
 //! new transport or encoding is a new variant there, nothing else changes), [`objects`] (the
 //! ConfigMaps and Pods written, padded to a size), [`report`] (histograms, `/proc` readings,
 //! the result file).
+#![allow(rustdoc::private_intra_doc_links)]
 
 mod compare;
 mod create;
