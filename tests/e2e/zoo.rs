@@ -92,6 +92,12 @@ planted! {
     correct_client_passes_throttle: "none" under "throttle.yaml" => rules [] checks [];
     correct_client_passes_outage: "none" under "outage.yaml" => rules [] checks [];
     correct_client_passes_stall: "none" under "stall.yaml" => rules [] checks [];
+    correct_client_passes_paging: "none" under "paging.yaml" => rules [] checks [];
+    correct_client_passes_toolarge: "none" under "toolarge.yaml" => rules [] checks [];
+    keeping_a_partial_list_misses_objects: "keeps-partial-list" under "paging.yaml"
+        => rules ["missed-events"] checks [];
+    hammering_a_too_large_version_is_a_hot_loop: "hammers-too-large" under "toolarge.yaml"
+        => rules ["hot-loop"] checks [];
     rewatch_from_now_misses_events: "rewatch-from-now" under "gap.yaml"
         => rules ["missed-events"] checks ["stale"];
     never_advancing_goes_back_in_time: "never-advances" under "resume.yaml" => rules ["back-in-time"] checks [];

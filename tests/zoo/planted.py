@@ -26,6 +26,12 @@ libraries have shipped, which `listwatch simulate` must catch.
 --bug streaming-every-time  re-watch with sendInitialEvents=true every time
 --bug first-page-only       read only the first page of a paged LIST
 --bug exits-on-410          exit 1 on a 410
+--bug keeps-partial-list    when a page's continue token expires (410), keep the pages read
+                            and watch from their resourceVersion
+--bug hammers-too-large     after a 504 "Too large resource version", list again at once at the
+                            same resourceVersion (kubernetes#91073)
+--bug relists-at-zero       relist with resourceVersion=0 (any cache's state) whenever a stream
+                            ends, instead of resuming
 """
 
 import argparse
@@ -45,7 +51,7 @@ BUGS = [
     "none", "rewatch-from-now", "relist-keeps-stale", "same-rv-after-410", "drops-modified",
     "never-advances", "ignores-bookmarks", "ignores-retry-after", "no-backoff",
     "relists-constantly", "no-idle-timeout", "streaming-every-time", "first-page-only",
-    "exits-on-410",
+    "exits-on-410", "keeps-partial-list", "hammers-too-large", "relists-at-zero",
 ]
 
 
@@ -61,6 +67,10 @@ class Throttled(Exception):
 
 class Failed(Exception):
     """Any other error answer, or a broken connection."""
+
+
+class TooLarge(Failed):
+    """504: the server has not reached the resourceVersion asked for."""
 
 
 class Informer:
@@ -83,6 +93,7 @@ class Informer:
         self.backoff = 0.8
         self.modified_seen = 0
         self.watched = False
+        self.page_size = args.page_size
 
     # -- HTTP ------------------------------------------------------------------------------
 
@@ -98,6 +109,8 @@ class Informer:
             raise Gone()
         if response.status == 429:
             raise Throttled(float(response.headers.get("Retry-After", "1")))
+        if response.status == 504:
+            raise TooLarge("504")
         if response.status >= 400:
             raise Failed(f"{response.status}")
         return response
@@ -105,10 +118,18 @@ class Informer:
     # -- LIST ------------------------------------------------------------------------------
 
     def list(self, resource_version):
-        params = {"resourceVersion": resource_version, "limit": "2" if self.bug == "first-page-only" else "500"}
+        limit = "2" if self.bug == "first-page-only" else str(self.page_size)
+        params = {"resourceVersion": resource_version, "limit": limit}
         items = []
+        rv = ""
         while True:
-            page = json.loads(self.request(params).data)
+            try:
+                page = json.loads(self.request(params).data)
+            except Gone:
+                if self.bug == "keeps-partial-list" and items:
+                    return items, rv
+                raise
+            rv = rv or page["metadata"]["resourceVersion"]
             items.extend(page.get("items") or [])
             token = page["metadata"].get("continue")
             if not token or self.bug == "first-page-only":
@@ -201,6 +222,8 @@ class Informer:
                 self.watch_once()
                 self.watched = True
                 self.backoff = 0.8
+                if self.bug == "relists-at-zero":
+                    self.sync("0")
             except Gone:
                 if self.bug == "exits-on-410":
                     print("410: giving up", file=sys.stderr)
@@ -213,6 +236,14 @@ class Informer:
             except Throttled as e:
                 if self.bug != "ignores-retry-after":
                     self.wait(e.retry_after)
+            except TooLarge as e:
+                print(f"error: {e}", file=sys.stderr)
+                need_list = True
+                if self.bug == "hammers-too-large":
+                    continue
+                # client-go: the resourceVersion is not there (yet): list at "" after a backoff.
+                self.rv = ""
+                self.backed_off()
             except Failed as e:
                 print(f"error: {e}", file=sys.stderr)
                 if not str(e).startswith("stream broken"):
@@ -263,6 +294,7 @@ def main():
     parser.add_argument("--group", default="")
     parser.add_argument("--version", default="v1")
     parser.add_argument("--idle-timeout", type=float, default=5.0)
+    parser.add_argument("--page-size", type=int, default=500)
     args = parser.parse_args()
     informer = Informer(args)
     if os.environ.get("PORT"):

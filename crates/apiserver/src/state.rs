@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use crate::client_audit::ClientAudit;
 use crate::config::ServerConfig;
 use crate::customresources::CustomResources;
-use crate::faults::{Throttle, WatchFaults};
+use crate::faults::{ReadFaults, Throttle, WatchFaults};
 use crate::registry::{DeletionNotices, ResourceStore};
 
 /// Everything a request handler needs.
@@ -35,6 +35,8 @@ pub struct ApiState {
     consistent_reads_from_cache: bool,
     /// 429s the debug API asked for.
     pub throttle: Throttle,
+    /// Expired continue tokens and too-large resourceVersions the debug API asked for.
+    pub read_faults: ReadFaults,
     /// What the debug API (and `--break-watch`) injects into watch streams; every stream's
     /// pump holds it.
     pub watch_faults: Arc<WatchFaults>,
@@ -74,6 +76,7 @@ impl ApiState {
             deletions,
             consistent_reads_from_cache,
             throttle: Throttle::default(),
+            read_faults: ReadFaults::default(),
             watch_faults,
             client_audit,
             shutdown,

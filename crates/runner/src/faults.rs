@@ -133,6 +133,30 @@ impl FaultTarget {
             }
             Fault::EtcdKill { member, restart_after } => self.kill_etcd_member(*member, restart_after.0).await,
             Fault::EtcdLeaderChange {} => self.move_etcd_leader().await,
+            Fault::ExpireContinue { duration } => {
+                let ms = duration.0.as_millis();
+                self.debug(&format!("/debug/listwatch/continue/expire?for={ms}ms")).await?;
+                Ok(Caused::note(format!("continue tokens expire for {ms} ms")))
+            }
+            Fault::TooLargeResourceVersion { duration, behind } => {
+                let ms = duration.0.as_millis();
+                let answer = self.debug(&format!("/debug/listwatch/toolarge?for={ms}ms&behind={behind}")).await?;
+                let ceiling = answer["ceiling"].as_i64().unwrap_or(-1);
+                Ok(Caused::note(format!("reads above {ceiling} are too large for {ms} ms")))
+            }
+            Fault::LaggingCache { server, lag, duration } => {
+                let client = self.clients.get(*server).ok_or_else(|| anyhow::anyhow!("no server {server}"))?;
+                let (lag, ms) = (lag.0.as_millis(), duration.0.as_millis());
+                client
+                    .request(
+                        Method::POST,
+                        &format!("/debug/listwatch/cache/lag?lag={lag}ms&for={ms}ms"),
+                        "application/json",
+                        None,
+                    )
+                    .await?;
+                Ok(Caused::note(format!("server {server}'s caches {lag} ms behind for {ms} ms")))
+            }
             Fault::BreakWatch { kind } => {
                 self.debug(&format!("/debug/listwatch/break?kind={kind}")).await?;
                 Ok(Caused::note(format!("server breaks watches: {kind}")))

@@ -88,6 +88,15 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<std::process::ExitCode> {
         if let Some(path) = &args.timeline {
             let faults: Vec<(u64, String)> =
                 outcome.faults.iter().map(|(at, note)| (millis(*at), note.clone())).collect();
+            let findings: Vec<(u64, String)> = outcome
+                .audit
+                .findings
+                .iter()
+                .map(|f| {
+                    let client = f.client.strip_prefix("simulate:").unwrap_or(&f.client);
+                    (f.at_ms.saturating_sub(outcome.epoch_ms), format!("{client}: {}", f.rule))
+                })
+                .collect();
             timeline::write(
                 path,
                 &timeline::TimelineData {
@@ -96,6 +105,7 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<std::process::ExitCode> {
                     faults: &faults,
                     storage: &outcome.storage_line,
                     clients: &outcome.clients,
+                    findings: &findings,
                 },
             )?;
         }

@@ -1,8 +1,9 @@
 //! The run as a picture (`--timeline FILE.svg`): time across; for each client, the
 //! resourceVersion it had reached (every event and bookmark it was delivered, a step line),
 //! its LISTs (circles) and the ends of its watch streams (crosses); storage's own revision as
-//! a grey line behind them; each fault a vertical line with its name. A client that falls
-//! behind, stalls or relists is visible at a glance where a table needs reading.
+//! a grey line behind them; each fault a vertical line with its name; each finding of the client
+//! audit a triangle along the bottom, named "client: rule", where it happened. A client that
+//! falls behind, stalls or relists is visible at a glance where a table needs reading.
 
 use std::path::Path;
 
@@ -24,6 +25,8 @@ pub struct TimelineData<'a> {
     pub storage: &'a [(u64, i64)],
     /// What every client saw.
     pub clients: &'a [ClientRecord],
+    /// The client audit's findings: when (ms) and "client: rule".
+    pub findings: &'a [(u64, String)],
 }
 
 /// Draws the timeline into an SVG file at `path`.
@@ -123,6 +126,22 @@ pub fn write(path: &Path, data: &TimelineData) -> anyhow::Result<()> {
                     w.deliveries.iter().rev().find_map(rv_of).or_else(|| w.request.resource_version.parse().ok())?;
                 Some(Cross::new((ended as f64 / 1000.0, rv), 4, colour.stroke_width(1)))
             }))
+            .map_err(draw_error("the timeline"))?;
+    }
+    // The audit's findings along the bottom, labels staggered over four rows.
+    let finding_colour = RGBColor(150, 30, 150);
+    for (i, (at, what)) in data.findings.iter().enumerate() {
+        let x = *at as f64 / 1000.0;
+        let y = max_rv / 40 + i64::try_from(i % 4).unwrap_or(0) * (max_rv / 30);
+        chart
+            .draw_series(std::iter::once(TriangleMarker::new((x, y), 5, finding_colour.filled())))
+            .map_err(draw_error("the timeline"))?;
+        chart
+            .draw_series(std::iter::once(Text::new(
+                what.clone(),
+                (x, y + max_rv / 80),
+                ("sans-serif", 10).into_font().color(&finding_colour),
+            )))
             .map_err(draw_error("the timeline"))?;
     }
     chart

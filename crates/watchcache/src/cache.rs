@@ -221,6 +221,9 @@ pub(crate) struct Inner {
     terminated: AtomicU64,
     relists: AtomicU64,
     undecodable: AtomicU64,
+    /// A lag put on the cache on purpose (the debug API): how late storage's changes are
+    /// applied, and until when. `watch` so the cache's task hears of a change at once.
+    lag: watch::Sender<Option<(Duration, Instant)>>,
 }
 
 impl WatchCache {
@@ -255,6 +258,7 @@ impl WatchCache {
             terminated: AtomicU64::new(0),
             relists: AtomicU64::new(0),
             undecodable: AtomicU64::new(0),
+            lag: watch::channel(None).0,
         });
         tokio::spawn(run(Arc::downgrade(&inner)));
         WatchCache { inner }
@@ -403,6 +407,12 @@ impl WatchCache {
         self.inner.terminate_all_watchers()
     }
 
+    /// Applies storage's changes `lag` late until `until` (a cache trailing storage, as one
+    /// server's of several can), then catches up.
+    pub fn lag(&self, lag: Duration, until: Instant) {
+        self.inner.lag.send_replace((!lag.is_zero()).then_some((lag, until)));
+    }
+
     /// Throws the cache away and relists (debug API): watchers end, and watches from before
     /// the relist get 410.
     pub fn reset(&self) {
@@ -489,23 +499,29 @@ async fn run(inner: std::sync::Weak<Inner>) {
     }
 }
 
-/// Follows the storage watch until it ends; returns why.
+/// Follows the storage watch until it ends; returns why. Under an injected lag, what storage
+/// says is held back in arrival order and applied `lag` after it arrived.
 async fn follow(cache: &Arc<Inner>, mut storage_watch: listwatch_storage::Watch) -> &'static str {
     let mut bookmarks = tokio::time::interval(cache.config.bookmark_tick);
     bookmarks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut progress = tokio::time::interval(cache.config.progress_request_period);
     progress.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let requester = storage_watch.progress_requester();
+    let mut lag = cache.lag.subscribe();
+    let mut held: VecDeque<(Instant, WatchResponse)> = VecDeque::new();
     loop {
         let waiting = cache.waiting.load(Ordering::Acquire) > 0;
+        let current_lag = (*lag.borrow()).filter(|(_, until)| Instant::now() < *until).map(|(lag, _)| lag);
+        let release_at = held.front().map(|(arrived, _)| *arrived + current_lag.unwrap_or_default());
         tokio::select! {
             response = storage_watch.next() => match response {
-                Some(Ok(WatchResponse::Events(events))) => {
-                    for event in cache.apply(&events) {
-                        cache.dispatch(&event).await;
+                Some(Ok(answer @ (WatchResponse::Events(_) | WatchResponse::Progress(_)))) => {
+                    if current_lag.is_some() || !held.is_empty() {
+                        held.push_back((Instant::now(), answer));
+                    } else {
+                        apply_answer(cache, answer).await;
                     }
                 }
-                Some(Ok(WatchResponse::Progress(revision))) => cache.advance_to(revision),
                 Some(Ok(WatchResponse::Compacted(_))) => return "storage compacted past the cache",
                 Some(Err(e)) => {
                     tracing::warn!(resource = cache.resource.plural, error = %e, "storage watch failed");
@@ -513,11 +529,38 @@ async fn follow(cache: &Arc<Inner>, mut storage_watch: listwatch_storage::Watch)
                 }
                 None => return "the storage watch ended",
             },
+            _ = sleep_until_some(release_at) => {
+                if let Some((_, answer)) = held.pop_front() {
+                    apply_answer(cache, answer).await;
+                }
+            }
+            _ = lag.changed() => {}
             _ = bookmarks.tick() => cache.send_bookmarks(),
             _ = progress.tick(), if waiting => requester.request(),
             _ = cache.progress_wanted.notified() => requester.request(),
             _ = cache.reset.notified() => return "reset through the debug API",
         }
+    }
+}
+
+/// Applies one answer of the storage watch: its events, or its progress.
+async fn apply_answer(cache: &Arc<Inner>, answer: WatchResponse) {
+    match answer {
+        WatchResponse::Events(events) => {
+            for event in cache.apply(&events) {
+                cache.dispatch(&event).await;
+            }
+        }
+        WatchResponse::Progress(revision) => cache.advance_to(revision),
+        WatchResponse::Compacted(_) => {}
+    }
+}
+
+/// Sleeps until `at`; forever when there is nothing to wait for.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 

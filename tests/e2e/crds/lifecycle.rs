@@ -118,8 +118,13 @@ async fn a_deleted_crd_terminates_then_goes(backend: Backend) {
     let (last_type, last_reason) = reasons.last().unwrap();
     assert_eq!((last_type.as_str(), last_reason.as_str()), ("DELETED", "InstanceDeletionInProgress"), "{reasons:?}");
     assert!(reasons.iter().any(|(t, r)| t == "MODIFIED" && r == "InstanceDeletionPending"), "{reasons:?}");
-    let (code, _) = server.get(CRONTABS).await;
-    assert_eq!(code, 404);
+    // The server stops serving the resource when its controller sees the CRD's deletion,
+    // which may come a moment after this watch saw it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while server.get(CRONTABS).await.0 != 404 {
+        assert!(tokio::time::Instant::now() < deadline, "the custom resource is still served after its CRD went");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let (_, groups) = server.get("/apis").await;
     assert!(!groups.to_string().contains("stable.example.com"), "{groups}");
 }

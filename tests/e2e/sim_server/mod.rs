@@ -9,6 +9,7 @@
 mod breakers;
 mod history;
 mod outage;
+mod reads;
 mod streams;
 
 use std::time::Duration;

@@ -5,13 +5,16 @@
 //!
 //! * [`throttle`]: 429s for the next N requests;
 //! * [`breaker`]: which watch guarantee every stream breaks (the pump breaks it);
-//! * [`streams`]: network faults on watch streams (latency, cuts, blackholes, GOAWAY).
+//! * [`streams`]: network faults on watch streams (latency, cuts, blackholes, stalls, GOAWAY);
+//! * [`reads`]: expired continue tokens, too-large resourceVersions.
 
 pub mod breaker;
+pub mod reads;
 pub mod streams;
 pub mod throttle;
 
 pub use breaker::{BreakerSwitch, WatchBreaker};
+pub use reads::ReadFaults;
 pub use streams::{StreamFaults, StreamPlan};
 pub use throttle::Throttle;
 

@@ -261,8 +261,14 @@ async fn serve_verb(
     match req.verb {
         Verb::Get if req.subresource.as_deref() == Some("scale") => scale::get(store, req).await,
         Verb::Get => read::get(store, req, query, media(false)?).await,
-        Verb::List => read::list(store, req, query, media(true)?).await,
-        Verb::Watch => watch::watch(state, store, req, query, parts, upgrade).await,
+        Verb::List => {
+            read::refuse_by_fault(&state.read_faults, store, query, false)?;
+            read::list(store, req, query, media(true)?).await
+        }
+        Verb::Watch => {
+            read::refuse_by_fault(&state.read_faults, store, query, true)?;
+            watch::watch(state, store, req, query, parts, upgrade).await
+        }
         Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
             let media = media(req.verb == Verb::DeleteCollection)?;
             let w = write::WriteRequest { state, store, req, query, headers: &parts.headers, body, media };

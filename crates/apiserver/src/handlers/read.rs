@@ -7,8 +7,10 @@ use listwatch_meta::ApiError;
 use listwatch_simulator::audit::record::ListServed;
 
 use crate::client_audit::{ListAnswer, ObjectVersion};
-use crate::options::{self, parse_resource_version, with_client_version};
+use crate::faults::ReadFaults;
+use crate::options::{self, RequestedVersion, parse_resource_version, with_client_version};
 use crate::registry::ResourceStore;
+use crate::registry::expired_continue;
 use crate::request::{Query, ResourceRequest};
 use crate::response::{self, HttpResponse};
 use crate::transport::body::Body;
@@ -31,6 +33,24 @@ pub async fn get(
     let mut response = response::with_body(200, encoder.content_type(), Body::full(encoder.object(&object)));
     response.extensions_mut().insert(ObjectVersion(object.resource_version()));
     Ok(response)
+}
+
+/// The answer an injected read fault gives a LIST or WATCH instead of serving it, if any: an
+/// expired continue token's 410, or a too-large resourceVersion's 504 (see
+/// `crate::faults::reads`). Options that do not parse are left to the handler.
+pub fn refuse_by_fault(faults: &ReadFaults, store: &ResourceStore, query: &Query, watch: bool) -> Result<(), ApiError> {
+    let Ok(options) = options::parse(query, store.resource, watch, None) else { return Ok(()) };
+    if let Some(token) = &options.continue_token
+        && faults.continue_expires()
+    {
+        return Err(expired_continue(token));
+    }
+    if let RequestedVersion::At(asked) = options.resource_version
+        && let Some(current) = faults.too_large(asked)
+    {
+        return Err(ApiError::too_large_resource_version(asked, current, 1));
+    }
+    Ok(())
 }
 
 /// LIST of a collection (one page of it when `limit` is set).

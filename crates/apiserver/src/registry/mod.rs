@@ -33,6 +33,7 @@ pub mod update;
 
 pub use delegator::{ListResult, WatchSource};
 pub use delete::{DeletionNotices, MarkedForDeletion};
+pub use storage_list::expired_continue;
 
 /// One resource's objects: its storage, its watch cache, and how its keys are made.
 pub struct ResourceStore {

@@ -58,7 +58,7 @@ pub(super) async fn list(
             .at_revision(revision);
         let page = match store.storage.range(request).await {
             Ok(page) => page,
-            Err(StorageError::Compacted { .. }) => return Err(compacted_error(options, &prefix)),
+            Err(StorageError::Compacted { .. }) => return Err(compacted_error(options)),
             Err(StorageError::FutureRevision { current_revision }) => {
                 return Err(ApiError::too_large_resource_version(revision, current_revision, 0));
             }
@@ -116,14 +116,19 @@ fn next_key(key: &[u8]) -> Bytes {
     Bytes::from(next)
 }
 
-/// The 410 of a list whose revision was compacted: for a continue, kube's long message and a
-/// token that continues inconsistently at the latest revision.
-fn compacted_error(options: &ListOptions, _prefix: &str) -> ApiError {
+/// The 410 of a list whose revision was compacted.
+fn compacted_error(options: &ListOptions) -> ApiError {
     match &options.continue_token {
-        Some(token) => ApiError::expired(
-            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
-        )
-        .with_continue(token.at_resource_version(-1).encode()),
+        Some(token) => expired_continue(token),
         None => ApiError::expired("The resourceVersion for the provided list is too old."),
     }
+}
+
+/// The 410 of a continue token whose revision is gone: kube's long message and a token that
+/// continues inconsistently at the latest revision.
+pub fn expired_continue(token: &ContinueToken) -> ApiError {
+    ApiError::expired(
+        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+    )
+    .with_continue(token.at_resource_version(-1).encode())
 }

@@ -77,11 +77,14 @@ pub async fn response_head(target: &Target) -> Result<(), CheckFailure> {
 pub async fn body_is_ndjson(target: &Target) -> Result<(), CheckFailure> {
     let fx = Fixture::new(target, "watch-body-ndjson");
     let start = fx.current_rv().await?;
-    let mut watch = fx.watch(&format!("resourceVersion={start}&allowWatchBookmarks=true&timeoutSeconds=3")).await?;
     let a = fx.create("a", "1").await?;
     let b = fx.create("b", "1").await?;
     let a2 = fx.update(&a, "2").await?;
     fx.delete(&fx.name("b")).await?;
+    // Watched after the writes, from before them: the changes come from the server's history
+    // at once, however long the writes took (a watch opened first, with its 3 s deadline,
+    // could end before slow writes were done).
+    let mut watch = fx.watch(&format!("resourceVersion={start}&allowWatchBookmarks=true&timeoutSeconds=3")).await?;
     let mut changes = Vec::new();
     let deadline = watch.sent_at + Duration::from_secs(8);
     loop {

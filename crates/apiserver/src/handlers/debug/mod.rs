@@ -9,6 +9,14 @@
 //!   away and relist (watches from before get 410);
 //! * `POST /debug/listwatch/throttle?count=N[&retryAfterSeconds=S][&plain=true]`: answer the next N API
 //!   requests with 429 and `Retry-After`;
+//! * `POST /debug/listwatch/continue/expire?for=D`: for D, every continue token is answered 410
+//!   as if its revision had been compacted;
+//! * `POST /debug/listwatch/toolarge?for=D[&behind=N]`: for D, a LIST or WATCH at a
+//!   resourceVersion above storage's current one minus N is answered 504 "Too large resource
+//!   version", as by a server whose cache trails storage;
+//! * `POST /debug/listwatch/cache/lag?lag=L[&for=D][&group=G&resource=R]`: the watch caches (of
+//!   one resource, or all) apply storage's changes L late, for D (an hour by default): a
+//!   server whose cache trails the others';
 //! * `POST /debug/listwatch/panic[?in=stream]`: panic in this request's handler (answered 500
 //!   by the panic guard), or, with `in=stream`, in its response stream after one line (the
 //!   body ends after that line); each counts in `listwatch_request_panics_total`;
@@ -102,6 +110,34 @@ pub async fn handle(
             };
             cache.reset();
             json!({"reset": store.resource.plural})
+        }
+        "/debug/listwatch/continue/expire" => {
+            let lasting = duration_param(query, "for")?.ok_or_else(|| ApiError::bad_request("for is required"))?;
+            state.read_faults.expire_continue(std::time::Instant::now() + lasting);
+            json!({"continueExpiresForSeconds": lasting.as_secs_f64()})
+        }
+        "/debug/listwatch/toolarge" => {
+            let lasting = duration_param(query, "for")?.ok_or_else(|| ApiError::bad_request("for is required"))?;
+            let behind = int("behind")?.unwrap_or(0).max(0);
+            let current = state.storage.current_revision().await.map_err(crate::registry::storage_error)?;
+            let ceiling = current - behind;
+            state.read_faults.too_large_above(ceiling, std::time::Instant::now() + lasting);
+            json!({"ceiling": ceiling, "forSeconds": lasting.as_secs_f64()})
+        }
+        "/debug/listwatch/cache/lag" => {
+            let lag = duration_param(query, "lag")?.ok_or_else(|| ApiError::bad_request("lag is required"))?;
+            let lasting = duration_param(query, "for")?.unwrap_or(std::time::Duration::from_secs(3600));
+            let selected = stores(query);
+            let until = std::time::Instant::now() + lasting;
+            let lagging: Vec<&str> = selected
+                .iter()
+                .filter_map(|s| s.cache.as_ref().map(|cache| (s, cache)))
+                .map(|(s, cache)| {
+                    cache.lag(lag, until);
+                    s.resource.plural
+                })
+                .collect();
+            json!({"lagging": lagging, "lagSeconds": lag.as_secs_f64(), "forSeconds": lasting.as_secs_f64()})
         }
         "/debug/listwatch/throttle" => {
             let count = int("count")?.unwrap_or(1).max(0);
