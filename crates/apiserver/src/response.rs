@@ -30,9 +30,7 @@ pub fn error(e: &ApiError) -> HttpResponse {
     let status = e.status();
     let mut response = json(e.code(), Bytes::from(status.to_json()));
     // For the client audit: what the Status said, without parsing the body again.
-    response
-        .extensions_mut()
-        .insert(crate::client_audit::ErrorAnswer { reason: status.reason.clone(), message: status.message.clone() });
+    response.extensions_mut().insert(ErrorAnswer { reason: status.reason.clone(), message: status.message.clone() });
     if let Some(seconds) = e.retry_after() {
         response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     }
@@ -66,3 +64,23 @@ pub fn with_warnings(mut response: HttpResponse, warnings: &[String]) -> HttpRes
     }
     response
 }
+
+// What handlers leave on a response for the client audit (`crate::client_audit`), which reads
+// them when it records the answer.
+
+/// A LIST's page as served: left on the response by the LIST handler.
+#[derive(Clone, Copy, Debug)]
+pub struct ListAnswer(pub listwatch_simulator::audit::record::ListServed);
+
+/// The Status of an error answer: left on the response by `response::error`.
+#[derive(Clone, Debug)]
+pub struct ErrorAnswer {
+    /// The Status reason.
+    pub reason: String,
+    /// The Status message.
+    pub message: String,
+}
+
+/// The resourceVersion of the object a GET answered with.
+#[derive(Clone, Copy, Debug)]
+pub struct ObjectVersion(pub i64);

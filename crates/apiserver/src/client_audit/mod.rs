@@ -7,8 +7,8 @@
 //! The recorder wraps every connection's service ([`ClientAudit::begin`] before the request,
 //! [`Recording::finish`] on its answer), so a 429 of the in-flight limit or of an injected
 //! throttle is seen like any answer. Handlers leave what they served on the response (a
-//! LIST's resourceVersion, a GET's object version); a watch's pump reports what it wrote as
-//! it writes ([`stream::WatchTap`]). Storage's own change log, kept for a while
+//! LIST's resourceVersion, a GET's object version: `crate::response`'s annotations); a watch's
+//! pump reports what it wrote as it writes ([`stream::WatchTap`]). Storage's own change log, kept for a while
 //! ([`changes`]), names what a client missed.
 //!
 //! * [`identity`]: who a client is;
@@ -22,15 +22,15 @@ pub mod stream;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use listwatch_simulator::audit::record::{Answer, ListServed, Params, Request, Scope, Verb};
+use listwatch_simulator::audit::record::{Answer, Params, Request, Scope, Verb};
 use listwatch_simulator::audit::{self, Context, Report, Thresholds};
 use parking_lot::Mutex;
 
 use crate::request::{self, Query, ResourceRequest};
-use crate::response::HttpResponse;
+use crate::response::{ErrorAnswer, ListAnswer, ObjectVersion};
 use stream::WatchTap;
+pub use stream::now_ms;
 
 /// At most this many requests are kept (the oldest go first): a long-running server's audit
 /// judges its recent past.
@@ -39,13 +39,14 @@ const MAX_REQUESTS: usize = 200_000;
 /// The requests recorded, with the taps of their watches.
 pub struct ClientAudit {
     /// The server's name in the records.
-    server: String,
+    pub server: String,
     entries: Mutex<VecDeque<Entry>>,
     /// Storage's recent changes.
     pub changes: changes::ChangeLog,
     /// The thresholds `/debug/listwatch/clients` and `/metrics` judge with.
     pub thresholds: Thresholds,
-    started_ms: u64,
+    /// When the audit began (ms since the epoch).
+    pub started_ms: u64,
 }
 
 struct Entry {
@@ -53,31 +54,9 @@ struct Entry {
     tap: Option<Arc<WatchTap>>,
 }
 
-/// A LIST's page as served: left on the response by the LIST handler.
-#[derive(Clone, Copy, Debug)]
-pub struct ListAnswer(pub ListServed);
-
-/// The Status of an error answer: left on the response by `response::error`.
-#[derive(Clone, Debug)]
-pub struct ErrorAnswer {
-    /// The Status reason.
-    pub reason: String,
-    /// The Status message.
-    pub message: String,
-}
-
-/// The resourceVersion of the object a GET answered with.
-#[derive(Clone, Copy, Debug)]
-pub struct ObjectVersion(pub i64);
-
 /// The peer of a connection, put on each of its requests by the server.
 #[derive(Clone, Copy, Debug)]
 pub struct Peer(pub SocketAddr);
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
 
 impl ClientAudit {
     /// An empty audit for the server named `server`, judging with `thresholds`.
@@ -219,23 +198,6 @@ fn params_of(query: &Query) -> Params {
         continued: query.get("continue").is_some_and(|v| !v.is_empty()),
         timeout_seconds: query.get("timeoutSeconds").and_then(|v| v.parse().ok()),
     }
-}
-
-/// `GET /debug/listwatch/clients`: every client's findings (and, with `records`, every request
-/// recorded, for a runner that judges the records of several servers together).
-pub fn clients_answer(audit: &ClientAudit, records: bool) -> HttpResponse {
-    let report = audit.report();
-    let mut answer = serde_json::json!({
-        "server": audit.server,
-        "startedMs": audit.started_ms,
-        "clients": report.clients,
-        "findings": report.findings,
-        "unchecked": report.unchecked,
-    });
-    if records {
-        answer["requests"] = serde_json::to_value(audit.requests()).unwrap_or_default();
-    }
-    crate::response::json(200, serde_json::to_vec(&answer).unwrap_or_default())
 }
 
 /// The findings per client and rule, as Prometheus text:

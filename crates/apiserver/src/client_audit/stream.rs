@@ -1,11 +1,16 @@
 //! A watch's progress as the audit sees it: the pump reports each batch it wrote, the moment
 //! it went silent (the `stall` fault) and how it ended; the audit reads it at any time.
 
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use listwatch_meta::WatchEvent;
 use listwatch_simulator::audit::record::{Answer, StreamEnd, WatchServed};
 use parking_lot::Mutex;
 
-use super::now_ms;
+/// Milliseconds since the Unix epoch: the clock of every record, shared by server processes.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
 
 /// One watch's progress, shared by its pump and the audit.
 #[derive(Default)]

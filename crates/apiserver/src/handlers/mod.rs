@@ -179,7 +179,7 @@ async fn route(
         }
         "/debug/listwatch/clients" if state.client_audit.is_some() => {
             let audit = state.client_audit.as_ref().expect("checked");
-            return get_only(Ok(crate::client_audit::clients_answer(audit, query.get("records") == Some("true"))));
+            return get_only(Ok(debug::clients::respond(audit, query.get("records") == Some("true"))));
         }
         "/api" | "/api/" => return get_only(json(discovery::api_versions(&state.config.advertise_address))),
         "/apis" | "/apis/" => return json(discovery::api_group_list(state)),

@@ -6,13 +6,12 @@ use listwatch_meta::ApiError;
 
 use listwatch_simulator::audit::record::ListServed;
 
-use crate::client_audit::{ListAnswer, ObjectVersion};
 use crate::faults::ReadFaults;
 use crate::options::{self, RequestedVersion, parse_resource_version, with_client_version};
 use crate::registry::ResourceStore;
 use crate::registry::expired_continue;
 use crate::request::{Query, ResourceRequest};
-use crate::response::{self, HttpResponse};
+use crate::response::{self, HttpResponse, ListAnswer, ObjectVersion};
 use crate::transport::body::Body;
 
 /// GET of one object, at the resourceVersion asked for (see the registry's delegator).

@@ -6,8 +6,9 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+use super::finding::{Context, Finding, Rule};
 use super::record::{Request, Scope, StreamEnd, Verb, scope_text};
-use super::{Context, Finding, Rule, Thresholds};
+use super::thresholds::Thresholds;
 use crate::record::HistoryEvent;
 use crate::scope::{Scope as Parsed, ScopeText};
 use crate::view::ScopedHistory;
@@ -89,8 +90,45 @@ pub(super) struct ScopeState {
     /// The last stream of this scope to end: its request, what it delivered, how it ended.
     pub(super) last_stream: Option<(usize, Option<i64>, Option<StreamEnd>)>,
     /// The state the `retries` rules keep.
-    pub(super) retries: super::retries::RetryState,
+    pub(super) retries: RetryState,
 }
+
+/// What the retry rules keep of one scope.
+#[derive(Default)]
+pub(super) struct RetryState {
+    /// The last 410 not yet followed by a successful LIST or a watch from elsewhere.
+    pub(super) gone: Option<Gone>,
+    /// A 429's Retry-After: requests before `.0` (ms) break it; `.1` is the 429's request.
+    pub(super) retry_until: Option<(u64, usize)>,
+    /// Whether the last answer (or stream end) in this scope was an error.
+    pub(super) last_answer_error: bool,
+    /// Requests that followed an error answer, within the hot-loop window: (ms, request).
+    pub(super) after_errors: VecDeque<(u64, usize)>,
+    /// A hot loop already reported runs until then (ms): one finding per burst.
+    pub(super) hot_reported_until: u64,
+    /// LISTs (first pages) so far.
+    pub(super) lists: usize,
+    /// What explains a LIST: error answers and stream ends the server gave.
+    pub(super) causes: usize,
+    /// The LISTs, as evidence.
+    pub(super) list_requests: Vec<usize>,
+    /// A storm already reported (one finding per scope).
+    pub(super) storm_reported: bool,
+}
+
+/// A 410 and what followed it.
+pub(super) struct Gone {
+    /// The resourceVersion that expired (0 for an expired continue token).
+    pub(super) resource_version: i64,
+    /// The requests that asked it (or older) again, the 410's own first.
+    pub(super) asked: Vec<usize>,
+    /// Whether the loop was reported already.
+    pub(super) reported: bool,
+}
+
+/// Streams that owe a re-watch: (the stream's request, when it ended or went silent, due by).
+#[derive(Default)]
+pub(super) struct Pending(pub(super) Vec<(usize, u64, u64)>);
 
 /// A request, or the end of a stream, in time order.
 #[derive(Clone, Copy)]
@@ -111,7 +149,7 @@ pub(super) struct Walk<'a> {
     /// Objects' resourceVersions the client was told by a GET or a write: a watch of that one
     /// object (`metadata.name=`) may resume there.
     pub(super) objects: HashMap<(Scope, String), i64>,
-    pub(super) stalls: super::stalls::Pending,
+    pub(super) stalls: Pending,
     pub(super) findings: Vec<Finding>,
     pub(super) unchecked: Vec<String>,
 }

@@ -3,8 +3,8 @@
 //! streaming list where a resume would do), `back-in-time` (served a state older than what it
 //! had seen) and `bookmarks-ignored` (resumed before a bookmark it was sent, and paid a 410).
 
-use super::Rule;
 use super::client::{Walk, covers};
+use super::finding::Rule;
 use super::record::StreamEnd;
 
 /// At most this many changes are named in a finding.

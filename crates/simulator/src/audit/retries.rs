@@ -3,42 +3,9 @@
 //! (requests after error answers faster than any backoff) and `relist-storm` (LISTs beyond
 //! what the errors and stream ends explain). Each judges one scope of one client.
 
-use std::collections::VecDeque;
-
-use super::Rule;
-use super::client::Walk;
+use super::client::{Gone, RetryState, Walk};
+use super::finding::Rule;
 use super::record::{Request, StreamEnd, WatchServed};
-
-/// What the retry rules keep of one scope.
-#[derive(Default)]
-pub(super) struct RetryState {
-    /// The last 410 not yet followed by a successful LIST or a watch from elsewhere.
-    pub(super) gone: Option<Gone>,
-    /// A 429's Retry-After: requests before `.0` (ms) break it; `.1` is the 429's request.
-    retry_until: Option<(u64, usize)>,
-    /// Whether the last answer (or stream end) in this scope was an error.
-    last_answer_error: bool,
-    /// Requests that followed an error answer, within the hot-loop window: (ms, request).
-    after_errors: VecDeque<(u64, usize)>,
-    /// A hot loop already reported runs until then (ms): one finding per burst.
-    hot_reported_until: u64,
-    /// LISTs (first pages) so far.
-    lists: usize,
-    /// What explains a LIST: error answers and stream ends the server gave.
-    causes: usize,
-    /// The LISTs, as evidence.
-    list_requests: Vec<usize>,
-    storm_reported: bool,
-}
-
-/// A 410 and what followed it.
-pub(super) struct Gone {
-    /// The resourceVersion that expired (0 for an expired continue token).
-    pub(super) resource_version: i64,
-    /// The requests that asked it (or older) again, the 410's own first.
-    asked: Vec<usize>,
-    reported: bool,
-}
 
 impl RetryState {
     /// Whether the last answer or stream end in the scope was an error.

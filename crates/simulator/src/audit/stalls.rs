@@ -3,13 +3,9 @@
 //! is still running. A client that never notices a silent stream, or that stops watching
 //! after an error while it goes on running, keeps a cache that no longer moves.
 
-use super::Rule;
 use super::client::{Walk, covers};
+use super::finding::Rule;
 use super::record::StreamEnd;
-
-/// Streams that owe a re-watch: (the stream's request, when it ended or went silent, due by).
-#[derive(Default)]
-pub(super) struct Pending(Vec<(usize, u64, u64)>);
 
 impl Walk<'_> {
     /// A stream ended (or went silent at `at`): its scope is owed a new watch.

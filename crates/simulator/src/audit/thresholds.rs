@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::Rule;
+use super::finding::Rule;
 
 /// Every rule's threshold.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

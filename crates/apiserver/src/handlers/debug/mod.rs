@@ -31,6 +31,7 @@
 //! * `POST /debug/listwatch/streams?fault=F&...`: network faults on watch streams (latency,
 //!   cuts mid-event, blackholes, HTTP/2 GOAWAY; see [`streams`]).
 
+pub mod clients;
 mod history;
 mod params;
 mod streams;
