@@ -10,16 +10,23 @@ use crate::support::binary;
 
 /// Runs a scenario; returns the exit code, the JSON report and the printed summary.
 async fn simulate(scenario: &str, extra: &[&str]) -> (i32, Value, String) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(scenario);
+    simulate_file(&path, extra, &[]).await
+}
+
+/// Runs the scenario file at `path` with `extra` flags and `env` added to the environment;
+/// returns the exit code, the JSON report and the printed summary.
+pub async fn simulate_file(path: &Path, extra: &[&str], env: &[(&str, &str)]) -> (i32, Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.json");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(scenario);
     let output = tokio::process::Command::new(binary())
         .arg("simulate")
-        .arg(&path)
+        .arg(path)
         .arg("--report")
         .arg(&report)
         .args(extra)
         .env("RUST_LOG", "error")
+        .envs(env.iter().copied())
         .output()
         .await
         .unwrap();

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{binary, kubectl_binary};
+use crate::simulate::simulate_file;
+use crate::support::kubectl_binary;
 
 fn zoo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/zoo")
@@ -20,26 +21,12 @@ fn zoo() -> PathBuf {
 
 /// Runs a zoo scenario with `env` added; returns the JSON report and the printed summary.
 async fn simulate(scenario: &str, env: &[(&str, &str)]) -> (Value, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("report.json");
-    let output = tokio::process::Command::new(binary())
-        .arg("simulate")
-        .arg(zoo().join("scenarios").join(scenario))
-        .arg("--report")
-        .arg(&report)
-        .env("RUST_LOG", "error")
-        .env("LISTWATCH_ZOO", zoo())
-        .envs(env.iter().copied())
-        .output()
-        .await
-        .unwrap();
-    let summary = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let report: Value = match std::fs::read(&report) {
-        Ok(bytes) => serde_json::from_slice(&bytes).unwrap(),
-        Err(e) => panic!("no report ({e}); stdout:\n{summary}\nstderr:\n{stderr}"),
-    };
-    assert_eq!(output.status.success(), report["passed"] == true, "{summary}");
+    let zoo = zoo();
+    let zoo_dir = zoo.display().to_string();
+    let mut env = env.to_vec();
+    env.push(("LISTWATCH_ZOO", &zoo_dir));
+    let (code, report, summary) = simulate_file(&zoo.join("scenarios").join(scenario), &[], &env).await;
+    assert_eq!(code == 0, report["passed"] == true, "{summary}");
     (report, summary)
 }
 
