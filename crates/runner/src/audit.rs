@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::Context;
 use http::Method;
@@ -116,6 +117,24 @@ impl Records {
         }
         requests.retain(|request| request.client != RUNNER);
         requests
+    }
+
+    /// Waits until every user of `users` has had a WATCH answered by one of `servers`, or
+    /// `deadline` passes; returns the users still not watching.
+    pub async fn wait_watching(servers: &[Client], users: &[String], deadline: Duration) -> Vec<String> {
+        let give_up = tokio::time::Instant::now() + deadline;
+        let mut waiting: Vec<String> = users.to_vec();
+        loop {
+            for server in servers {
+                if let Ok(requests) = read(server).await {
+                    waiting.retain(|user| !requests.iter().any(|r| &r.client == user && r.watch.is_some()));
+                }
+            }
+            if waiting.is_empty() || tokio::time::Instant::now() >= give_up {
+                return waiting;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 }
 

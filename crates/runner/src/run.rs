@@ -23,7 +23,10 @@ use crate::faults::{self, FaultTarget};
 use crate::history::{self, History};
 use crate::reflectors::Reflectors;
 use crate::report::{Outcome, millis, recoveries};
-use crate::scenario::{BackendKind, Scenario};
+use crate::scenario::{BackendKind, Readiness, Scenario};
+
+/// How long a command that must be `ready` before the faults has to open its watch.
+const READY_DEADLINE: Duration = Duration::from_secs(60);
 use crate::{commands, ends, workload};
 
 /// Runs the scenario once with `seed`; `record` keeps each Put's object in the history (for
@@ -59,10 +62,26 @@ pub async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::R
         pauses: reflectors.pauses.clone(),
         records: records.clone(),
     };
-    let faults = FaultDriver::new(started).run(scenario, seed, &target, &history).await;
+    // The fault clock starts when every command that asks for it is ready (watching): a
+    // program slow to start must still meet the faults planned for it.
+    let mut failed_checks = Vec::new();
+    let gated: Vec<String> = scenario
+        .commands
+        .iter()
+        .filter(|c| c.ready == Some(Readiness::Watching))
+        .map(|c| Identities::user(&c.name))
+        .collect();
+    if !gated.is_empty() {
+        for user in Records::wait_watching(&cluster.clients, &gated, READY_DEADLINE).await {
+            failed_checks.push(format!(
+                "command {user}: no watch opened within {} s (ready: watching)",
+                READY_DEADLINE.as_secs()
+            ));
+        }
+    }
+    let faults = FaultDriver::new(started, started.elapsed()).run(scenario, seed, &target, &history).await;
 
     // Quiet: the writers stop; every client must catch up with storage.
-    let mut failed_checks = Vec::new();
     let writes = writers.stop(&mut failed_checks).await?;
     let converge = scenario.checks.converge.map_or(Duration::from_secs(10), |d| d.0);
     wait_until_caught_up(&cluster.clients[0], &history, &reflectors, converge).await;
@@ -229,6 +248,8 @@ async fn wait_until_caught_up(server: &Client, history: &Mutex<History>, reflect
 /// Causes the scenario's faults on time and keeps what the checker must know of them.
 struct FaultDriver {
     started: Instant,
+    /// When (after `started`) the schedule's clock starts.
+    offset: Duration,
     /// Each fault as caused: when, and what happened.
     log: Vec<(Duration, String)>,
     compactions: Vec<Compaction>,
@@ -238,9 +259,10 @@ struct FaultDriver {
 }
 
 impl FaultDriver {
-    fn new(started: Instant) -> FaultDriver {
+    fn new(started: Instant, offset: Duration) -> FaultDriver {
         FaultDriver {
             started,
+            offset,
             log: Vec::new(),
             compactions: Vec::new(),
             cache_resets: Vec::new(),
@@ -251,9 +273,9 @@ impl FaultDriver {
     /// Fires every fault of the schedule at its time, then waits out the scenario's duration.
     async fn run(mut self, scenario: &Scenario, seed: u64, target: &FaultTarget, history: &Mutex<History>) -> Self {
         let duration = scenario.duration.0;
-        let progress = Progress::start(duration, self.started);
+        let progress = Progress::start(duration, self.started + self.offset);
         for firing in faults::schedule(&scenario.faults, duration, seed) {
-            tokio::time::sleep(firing.at.saturating_sub(self.started.elapsed())).await;
+            tokio::time::sleep((self.offset + firing.at).saturating_sub(self.started.elapsed())).await;
             let at = self.started.elapsed();
             let history_revision = history.lock().expect("history").revision();
             match target.cause(&firing.fault, history_revision).await {
@@ -264,7 +286,7 @@ impl FaultDriver {
                 Err(e) => self.log.push((at, format!("{:?} could not be caused: {e:#}", firing.fault))),
             }
         }
-        tokio::time::sleep(duration.saturating_sub(self.started.elapsed())).await;
+        tokio::time::sleep((self.offset + duration).saturating_sub(self.started.elapsed())).await;
         progress.finish();
         self
     }

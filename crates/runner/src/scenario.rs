@@ -265,6 +265,18 @@ pub struct CommandSpec {
     /// after the quiet period; `${PORT}` is the port the runner gave it (in `PORT`).
     #[serde(default)]
     pub cache: Option<CacheSpec>,
+    /// What the run waits for before its fault schedule starts (`watching`: the program has
+    /// opened a watch), so a program slow to start meets every fault the scenario plans for it.
+    #[serde(default)]
+    pub ready: Option<Readiness>,
+}
+
+/// `ready:` of a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Readiness {
+    /// A WATCH of the program's has been answered by a server.
+    Watching,
 }
 
 impl CommandSpec {
