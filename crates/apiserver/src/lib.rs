@@ -17,16 +17,19 @@
 //!   watch cache or storage for every read, the guaranteed update and deletion;
 //! * [`options`]: list, watch, write and delete options, validated as kube does;
 //! * [`request`], [`response`], [`metrics`], [`panics`], [`faults`]: what a request is, how an
-//!   answer is built, what is counted, the last-resort panic guard, injected faults.
+//!   answer is built, what is counted, the last-resort panic guard, injected faults;
+//! * [`control`]: the faults a test causes, as calls on [`ApiState`] (the debug API's and
+//!   `listwatch-testserver`'s one home for them).
 //!
 //! Only what the `listwatch` binary needs is public: [`start`], [`serve`], [`ServerConfig`],
-//! [`ApiState`], [`WatchBreaker`], [`authn`], [`listener`] and [`tls`]. The map above links the private modules
+//! [`ApiState`], [`WatchBreaker`], [`StreamFault`], [`authn`], [`listener`] and [`tls`]. The map above links the private modules
 //! for readers of the source (`cargo doc --document-private-items` renders them).
 #![allow(rustdoc::private_intra_doc_links)]
 
 pub mod authn;
 pub mod client_audit;
 mod config;
+mod control;
 mod controllers;
 mod customresources;
 mod discovery;
@@ -43,7 +46,7 @@ mod state;
 mod transport;
 
 pub use config::{REQUEST_THREAD_STACK_BYTES, ServerConfig};
-pub use faults::WatchBreaker;
+pub use faults::{StreamFault, WatchBreaker};
 pub use server::{serve, start};
 pub use state::ApiState;
 pub use transport::{listener, tls};

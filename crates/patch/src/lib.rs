@@ -247,10 +247,24 @@ pub fn json_patch(original: &Value, patch: &Value) -> Result<Value, PatchError> 
     if patch.is_null() {
         return Ok(original.clone());
     }
-    let operations: json_patch::Patch =
+    // Parsed whole first: a malformed operation anywhere fails the patch before any applies.
+    let _: json_patch::Patch =
         serde_json::from_value(patch.clone()).map_err(|e| PatchError::JsonPatchFailed(e.to_string()))?;
     let mut result = original.clone();
-    json_patch::patch(&mut result, &operations).map_err(|e| PatchError::JsonPatchFailed(e.to_string()))?;
+    for raw in patch.as_array().into_iter().flatten() {
+        // evanphx/json-patch, which kube uses: a `test` of null passes where the path is
+        // missing (kube-runtime's finalizer helper tests `/metadata/finalizers` for null before
+        // adding the first finalizer). RFC 6902 would fail it.
+        if raw["op"] == "test"
+            && raw.get("value").is_some_and(Value::is_null)
+            && raw["path"].as_str().is_some_and(|path| result.pointer(path).is_none())
+        {
+            continue;
+        }
+        let operation: json_patch::Patch = serde_json::from_value(Value::Array(vec![raw.clone()]))
+            .map_err(|e| PatchError::JsonPatchFailed(e.to_string()))?;
+        json_patch::patch(&mut result, &operation).map_err(|e| PatchError::JsonPatchFailed(e.to_string()))?;
+    }
     Ok(result)
 }
 
@@ -264,6 +278,22 @@ pub fn go_value(value: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_test_of_null_passes_on_a_missing_path_as_in_kube() {
+        let original = json!({"metadata": {"name": "w"}});
+        let patch = json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "add", "path": "/metadata/finalizers", "value": ["f"]}
+        ]);
+        assert_eq!(json_patch(&original, &patch).unwrap()["metadata"]["finalizers"], json!(["f"]));
+        // Present, the path must hold null for the test to pass.
+        let present = json!({"metadata": {"finalizers": ["g"]}});
+        assert!(json_patch(&present, &patch).is_err());
+        // A test of another value on a missing path still fails.
+        let other = json!([{"op": "test", "path": "/metadata/finalizers", "value": []}]);
+        assert!(json_patch(&original, &other).is_err());
+    }
 
     #[test]
     fn merge_patch_follows_rfc7386() {

@@ -15,7 +15,7 @@ pub mod throttle;
 
 pub use breaker::{BreakerSwitch, WatchBreaker};
 pub use reads::ReadFaults;
-pub use streams::{StreamFaults, StreamPlan};
+pub use streams::{StreamFault, StreamFaults, StreamPlan};
 pub use throttle::Throttle;
 
 /// What the debug API injects into watch streams, shared by the state and every stream's pump.

@@ -57,64 +57,29 @@ pub async fn handle(
         return Err(ApiError::method_not_supported(&listwatch_meta::GroupResource::new("", "debug"), method.as_str()));
     }
     let int = |name: &str| int_param(query, name);
-    let stores = |query: &Query| {
-        let group = query.get("group").unwrap_or("");
-        let resource = query.get("resource");
-        state
-            .stores()
-            .into_iter()
-            .filter(move |s| resource.is_none_or(|r| s.resource.plural == r && s.resource.group == group))
-            .collect::<Vec<_>>()
-    };
+    let group = query.get("group").unwrap_or("");
     let body = match path {
         "/debug/listwatch/compact" => {
-            let revision = match int("revision")? {
-                Some(r) => r,
-                None => state.storage.current_revision().await.map_err(crate::registry::storage_error)?,
-            };
-            match state.storage.compact(revision).await {
-                Ok(()) => json!({"compacted": revision}),
-                Err(listwatch_storage::StorageError::Compacted { compact_revision }) => {
-                    json!({"compacted": compact_revision, "note": "already compacted at or past this revision"})
+            let asked = int("revision")?;
+            let compacted = state.compact(asked).await?;
+            match asked {
+                Some(asked) if asked > compacted => {
+                    json!({"compacted": compacted, "note": "already compacted at or past this revision"})
                 }
-                Err(listwatch_storage::StorageError::FutureRevision { current_revision }) => {
-                    return Err(ApiError::bad_request(format!(
-                        "revision {revision} is in the future (current {current_revision})"
-                    )));
-                }
-                Err(e) => return Err(crate::registry::storage_error(e)),
+                _ => json!({"compacted": compacted}),
             }
         }
         "/debug/listwatch/watchers/drop" => {
-            let selected = stores(query);
-            if selected.is_empty() {
-                return Err(ApiError::not_found_path());
-            }
-            let dropped: usize = selected
-                .iter()
-                .filter_map(|s| s.cache.as_ref())
-                .map(listwatch_watchcache::WatchCache::drop_watchers)
-                .sum();
-            json!({"dropped": dropped})
+            json!({"dropped": state.drop_watchers(group, query.get("resource"))?})
         }
         "/debug/listwatch/cache/reset" => {
-            if query.get("resource").is_none() {
-                return Err(ApiError::bad_request("resource is required"));
-            }
-            let selected = stores(query);
-            let Some(store) = selected.first() else { return Err(ApiError::not_found_path()) };
-            let Some(cache) = &store.cache else {
-                return Err(ApiError::bad_request(format!(
-                    "{} is not served from a watch cache",
-                    store.resource.plural
-                )));
-            };
-            cache.reset();
+            let resource = query.get("resource").ok_or_else(|| ApiError::bad_request("resource is required"))?;
+            let store = state.reset_cache(group, resource)?;
             json!({"reset": store.resource.plural})
         }
         "/debug/listwatch/continue/expire" => {
             let lasting = duration_param(query, "for")?.ok_or_else(|| ApiError::bad_request("for is required"))?;
-            state.read_faults.expire_continue(std::time::Instant::now() + lasting);
+            state.expire_continue_tokens(lasting);
             json!({"continueExpiresForSeconds": lasting.as_secs_f64()})
         }
         "/debug/listwatch/toolarge" => {
@@ -128,7 +93,7 @@ pub async fn handle(
         "/debug/listwatch/cache/lag" => {
             let lag = duration_param(query, "lag")?.ok_or_else(|| ApiError::bad_request("lag is required"))?;
             let lasting = duration_param(query, "for")?.unwrap_or(std::time::Duration::from_secs(3600));
-            let selected = stores(query);
+            let selected = state.stores_named(group, query.get("resource"));
             let until = std::time::Instant::now() + lasting;
             let lagging: Vec<&str> = selected
                 .iter()
@@ -142,20 +107,15 @@ pub async fn handle(
         }
         "/debug/listwatch/throttle" => {
             let count = int("count")?.unwrap_or(1).max(0);
-            let retry = int("retryAfterSeconds")?.unwrap_or(1).clamp(1, 3600) as u32;
+            let retry = int("retryAfterSeconds")?.unwrap_or(1).clamp(1, 3600).unsigned_abs();
             let plain = query.get("plain") == Some("true");
-            state.throttle.set(count, retry, plain);
+            let retry = state.throttle(count, std::time::Duration::from_secs(retry), plain);
             json!({"throttled": count, "retryAfterSeconds": retry, "plain": plain})
         }
         "/debug/listwatch/bookmarks" => {
             let interval =
                 duration_param(query, "interval")?.ok_or_else(|| ApiError::bad_request("interval is required"))?;
-            let millis = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
-            if !interval.is_zero() && millis == 0 {
-                return Err(ApiError::bad_request("interval must be 0s or at least 1ms"));
-            }
-            state.config.cache.bookmark_interval_override.store(millis, std::sync::atomic::Ordering::Relaxed);
-            let effective = state.config.cache.current_bookmark_interval();
+            let effective = state.set_bookmark_interval(interval)?;
             json!({"bookmarkIntervalSeconds": effective.as_secs_f64()})
         }
         "/debug/listwatch/break" => {
@@ -168,11 +128,8 @@ pub async fn handle(
             json!({"breakWatch": breaker.name()})
         }
         "/debug/listwatch/storage/outage" => {
-            let Some(outage) = &state.config.storage_outage else {
-                return Err(ApiError::bad_request("this server's storage cannot fail on purpose"));
-            };
             let duration = duration_param(query, "for")?.ok_or_else(|| ApiError::bad_request("for is required"))?;
-            outage.start(duration);
+            state.storage_outage(duration)?;
             json!({"outageSeconds": duration.as_secs_f64()})
         }
         "/debug/listwatch/streams" => streams::respond(state, query)?,

@@ -18,12 +18,12 @@ use listwatch_meta::ApiError;
 use serde_json::{Value, json};
 
 use super::params::{duration_param, int_param};
+use crate::faults::StreamFault;
 use crate::request::Query;
 use crate::state::ApiState;
 
 /// Sets the fault the query asks for; answers what was set.
 pub fn respond(state: &ApiState, query: &Query) -> Result<Value, ApiError> {
-    let faults = &state.watch_faults.streams;
     let fault = query.get("fault").ok_or_else(|| ApiError::bad_request("fault is required"))?;
     let lasting = duration_param(query, "for")?;
     let required = |lasting: Option<Duration>| {
@@ -36,46 +36,39 @@ pub fn respond(state: &ApiState, query: &Query) -> Result<Value, ApiError> {
         }
     };
     let seconds = |d: Duration| d.as_secs_f64();
-    Ok(match fault {
+    let (value, answer) = match fault {
         "latency" => {
             let base = millis("ms")?.ok_or_else(|| ApiError::bad_request("fault=latency needs ms=<milliseconds>"))?;
             let jitter = millis("jitter")?.unwrap_or_default();
             let lasting = required(lasting)?;
-            faults.delay(base, jitter, lasting);
-            json!({"fault": "latency", "ms": base.as_millis() as u64, "jitter": jitter.as_millis() as u64, "forSeconds": seconds(lasting)})
+            let answer = json!({"fault": "latency", "ms": base.as_millis() as u64, "jitter": jitter.as_millis() as u64, "forSeconds": seconds(lasting)});
+            (StreamFault::Latency { base, jitter, lasting }, answer)
         }
         "cut" => {
             let lasting = lasting.unwrap_or_default();
-            faults.cut(lasting);
-            json!({"fault": "cut", "forSeconds": seconds(lasting)})
+            (StreamFault::Cut { lasting }, json!({"fault": "cut", "forSeconds": seconds(lasting)}))
         }
         "blackhole" => {
             let lasting = required(lasting)?;
-            faults.blackhole(lasting);
-            json!({"fault": "blackhole", "forSeconds": seconds(lasting)})
+            (StreamFault::Blackhole { lasting }, json!({"fault": "blackhole", "forSeconds": seconds(lasting)}))
         }
         "stall" => {
             let lasting = lasting.unwrap_or_default();
-            faults.stall(lasting);
-            json!({"fault": "stall", "forSeconds": seconds(lasting)})
+            (StreamFault::Stall { lasting }, json!({"fault": "stall", "forSeconds": seconds(lasting)}))
         }
         "goaway" if lasting.is_some() => {
             return Err(ApiError::bad_request(
                 "fault=goaway takes no for: it is sent once, to the connections open now",
             ));
         }
-        "goaway" => {
-            faults.goaway();
-            json!({"fault": "goaway"})
-        }
-        "none" => {
-            faults.clear();
-            json!({"fault": "none"})
-        }
+        "goaway" => (StreamFault::GoAway, json!({"fault": "goaway"})),
+        "none" => (StreamFault::None, json!({"fault": "none"})),
         other => {
             return Err(ApiError::bad_request(format!(
                 "unknown fault {other:?}: one of latency, cut, blackhole, stall, goaway, none"
             )));
         }
-    })
+    };
+    state.stream_fault(value);
+    Ok(answer)
 }
