@@ -7,6 +7,7 @@
 #                                      35.0.0 (python#1729), 36.0.3
 #   python-kopf-<v>/bin/python         kopf: 1.42.1 (kopf #1229), 1.42.2
 #   node-client-<v>/node_modules       @kubernetes/client-node: 1.2.0 (PR #2429), 1.3.0, 1.4.0
+#   python-fixture/bin/python          kubernetes 36.0.3 and pytest, for examples/fixtures/python
 #
 #   dir=$(scripts/zoo-clients.sh)
 #
@@ -19,7 +20,7 @@ mkdir -p "$zoo"
 exec {lock}>"$zoo/.lock"
 flock "$lock"
 
-python_env() { # NAME PACKAGE==VERSION IMPORT
+python_env() { # NAME "PACKAGE==VERSION..." IMPORT
     local dir="$zoo/$1"
     if [ -f "$dir/.complete" ] && "$dir/bin/python" -c "import $3" 2>/dev/null; then
         return
@@ -27,7 +28,8 @@ python_env() { # NAME PACKAGE==VERSION IMPORT
     echo "zoo-clients.sh: installing $2 into $dir" >&2
     rm -rf "$dir"
     python3 -m venv "$dir" >&2
-    "$dir/bin/pip" install -q --disable-pip-version-check "$2" >&2
+    # shellcheck disable=SC2086 # several packages, split on purpose
+    "$dir/bin/pip" install -q --disable-pip-version-check $2 >&2
     "$dir/bin/python" -c "import $3"
     touch "$dir/.complete"
 }
@@ -53,6 +55,7 @@ done
 for version in 1.42.1 1.42.2; do
     python_env "python-kopf-$version" "kopf==$version" kopf
 done
+python_env python-fixture "kubernetes==36.0.3 pytest==8.3.5" "kubernetes, pytest"
 for version in 1.2.0 1.3.0 1.4.0; do
     node_env "$version"
 done

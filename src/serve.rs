@@ -49,6 +49,10 @@ pub struct ServeArgs {
     /// Write a kubeconfig for this server here [default: ~/.kube/listwatch-config].
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
+    /// Once serving, write `{"url": ..., "kubeconfig": ..., "pid": ...}` here (atomically), for
+    /// a test fixture that started the server with `--addr 127.0.0.1:0` and waits for the file.
+    #[arg(long, value_name = "FILE")]
+    ready_file: Option<PathBuf>,
     /// Enable /debug/listwatch/* (compact now, drop watchers, reset a cache, inject 429s, storage
     /// outages and faults on watch streams, stream storage's history).
     #[arg(long)]
@@ -336,6 +340,15 @@ fn write_kubeconfigs(args: &ServeArgs, path: &std::path::Path, server: &str, sec
     Ok(())
 }
 
+/// The ready file: written to a temporary name beside it, then renamed, so a reader that sees
+/// the file sees all of it.
+fn write_ready_file(path: &std::path::Path, server: &str, kubeconfig: &std::path::Path) -> anyhow::Result<()> {
+    let ready = serde_json::json!({"url": server, "kubeconfig": kubeconfig, "pid": std::process::id()});
+    let partial = path.with_extension("partial");
+    std::fs::write(&partial, format!("{ready}\n")).with_context(|| format!("writing {}", partial.display()))?;
+    std::fs::rename(&partial, path).with_context(|| format!("writing {}", path.display()))
+}
+
 async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
@@ -406,6 +419,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
     say(format_args!("listwatch is serving on {server}; kubeconfig written to {}", kubeconfig.display()));
     say(format_args!("try: kubectl --kubeconfig {} get pods", kubeconfig.display()));
+    if let Some(path) = &args.ready_file {
+        write_ready_file(path, &server, &kubeconfig)?;
+    }
     let controllers = start_controllers(&args, &kubeconfig, stages)?;
     serving.await?;
     if let Some(controllers) = controllers {

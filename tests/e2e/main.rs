@@ -8,6 +8,7 @@ mod bad_input;
 mod client_audit;
 mod controllers;
 mod crds;
+mod fixtures;
 mod gates;
 mod gc;
 mod http_edges;

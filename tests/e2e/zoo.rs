@@ -110,7 +110,7 @@ planted! {
 
 /// Where `scripts/zoo-clients.sh` installed the released clients (`scripts/test.sh` runs it
 /// first and says where in `LISTWATCH_ZOO_CLIENTS`; run alone, the test installs them).
-async fn clients() -> PathBuf {
+pub(crate) async fn clients() -> PathBuf {
     if let Some(dir) = std::env::var_os("LISTWATCH_ZOO_CLIENTS") {
         return PathBuf::from(dir);
     }
