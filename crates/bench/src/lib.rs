@@ -13,6 +13,8 @@
 //!   and paged as kubectl pages).
 //! * `bench startup` ([`startup`]): exec to a ready `/readyz`, on an empty or filled store.
 //! * `bench watchers` ([`watchers`]): what idle watchers cost the server, as bytes per watcher.
+//! * `bench testserver` ([`testserver`]): an apiserver per test, in process and as a process:
+//!   start to first answer, a test's fixture with a CRD, idle memory.
 //!
 //! Reference rows for comparisons: [`raw`] (a broadcaster with no HTTP or JSON on the watch
 //! path, the machine's ceiling; hidden `bench raw-broadcaster`) and [`etcd_direct`] (the same
@@ -40,6 +42,7 @@ mod row;
 mod rv_log;
 mod server;
 mod startup;
+mod testserver;
 mod transport;
 mod watchers;
 
@@ -64,6 +67,8 @@ enum BenchCommand {
     List(list::ListArgs),
     /// Time `listwatch serve` from exec to a ready /readyz.
     Startup(startup::StartupArgs),
+    /// An apiserver per test: in process (listwatch-testserver) and as a process, start to first answer, idle memory.
+    Testserver(testserver::TestServerArgs),
     /// Idle watchers in steps (e.g. 10,000 then 100,000): server RSS per watcher, then one write all must get.
     Watchers(watchers::WatchersArgs),
     /// The raw ceiling's broadcaster process (started by the benches; prints `listening on ADDR`).
@@ -107,6 +112,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::List(args) => list::run(args).await,
         BenchCommand::Startup(args) => startup::run(args).await,
         BenchCommand::Watchers(args) => watchers::run(args).await,
+        BenchCommand::Testserver(args) => testserver::run(args).await,
         BenchCommand::RawBroadcaster(args) => raw::serve(args).await,
         BenchCommand::EtcdDirect(args) => etcd_direct::run_command(args).await,
     }

@@ -3,20 +3,11 @@
 //! audit on. There is no port to choose: each server binds a free one, so two servers can
 //! never share a port.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
+use crate::crds::CrdSource;
 use crate::server::TestServer;
-
-/// Where a CRD comes from.
-#[derive(Clone, Debug)]
-pub(crate) enum CrdSource {
-    /// A YAML file (several documents allowed), or every `.yaml`/`.yml`/`.json` file of a
-    /// directory.
-    Path(PathBuf),
-    /// YAML text (several documents allowed).
-    Yaml(String),
-}
 
 /// Chooses what a [`TestServer`] starts with ([`TestServer::builder`]).
 #[derive(Clone, Debug)]

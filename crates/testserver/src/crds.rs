@@ -2,7 +2,7 @@
 //! directories or text, created through the API as `kubectl apply` would (so the server
 //! validates them and answers kube's message), then awaited until every served version is.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -11,10 +11,19 @@ use listwatch_apiserver::ApiState;
 use serde_json::Value;
 
 use crate::Error;
-use crate::builder::CrdSource;
 
 /// How long a CRD may take to be served.
 const ESTABLISH_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Where a CRD comes from.
+#[derive(Clone, Debug)]
+pub(crate) enum CrdSource {
+    /// A YAML file (several documents allowed), or every `.yaml`/`.yml`/`.json` file of a
+    /// directory.
+    Path(PathBuf),
+    /// YAML text (several documents allowed).
+    Yaml(String),
+}
 
 /// A CRD and where it came from.
 pub(crate) struct Crd {
