@@ -170,6 +170,22 @@ pub async fn run(args: TestServerArgs) -> anyhow::Result<()> {
     let crd_file = tempfile::NamedTempFile::new()?;
     std::fs::write(crd_file.path(), &crd)?;
 
+    // Idle memory first, in a process that has started no server yet (memory freed by earlier
+    // servers would be reused and hide the cost): what `idle` servers add to this process; one
+    // idle `listwatch serve`.
+    let before = rss_kib("self");
+    let mut idle = Vec::new();
+    for _ in 0..args.idle {
+        idle.push(TestServer::start().await?);
+    }
+    let per_server = rss_kib("self").saturating_sub(before) as f64 / args.idle.max(1) as f64;
+    drop(idle);
+    let server = Process::start().await?;
+    first_answer(&server.url).await?;
+    let pid = server.child.id().map(|p| p.to_string()).unwrap_or_default();
+    let process_rss = rss_kib(&pid);
+    server.stop().await;
+
     let (mut in_process, mut process, mut in_fixture, mut process_fixture) = (vec![], vec![], vec![], vec![]);
     for _ in 0..args.runs {
         let started = Instant::now();
@@ -201,20 +217,6 @@ pub async fn run(args: TestServerArgs) -> anyhow::Result<()> {
         server.stop().await;
         process_fixture.push(started.elapsed());
     }
-
-    // Idle memory: what `idle` servers add to this process; one idle `listwatch serve`.
-    let before = rss_kib("self");
-    let mut idle = Vec::new();
-    for _ in 0..args.idle {
-        idle.push(TestServer::start().await?);
-    }
-    let per_server = rss_kib("self").saturating_sub(before) as f64 / args.idle.max(1) as f64;
-    drop(idle);
-    let server = Process::start().await?;
-    first_answer(&server.url).await?;
-    let pid = server.child.id().map(|p| p.to_string()).unwrap_or_default();
-    let process_rss = rss_kib(&pid);
-    server.stop().await;
 
     let result = TestServerResult {
         command: std::env::args().collect::<Vec<_>>().join(" "),
