@@ -122,6 +122,12 @@ impl ApiState {
         self.read_faults.expire_continue(Instant::now() + lasting);
     }
 
+    /// The next `count` continue tokens, whenever they come, are answered 410 as if their
+    /// revision were compacted.
+    pub fn expire_next_continue_tokens(&self, count: u64) {
+        self.read_faults.expire_next_continues(count);
+    }
+
     /// A network fault on the watch streams open now (and, for a lasting one, those opened
     /// while it lasts).
     pub fn stream_fault(&self, fault: StreamFault) {

@@ -133,10 +133,15 @@ impl FaultTarget {
             }
             Fault::EtcdKill { member, restart_after } => self.kill_etcd_member(*member, restart_after.0).await,
             Fault::EtcdLeaderChange {} => self.move_etcd_leader().await,
-            Fault::ExpireContinue { duration } => {
+            Fault::ExpireContinue { duration: Some(duration), .. } => {
                 let ms = duration.0.as_millis();
                 self.debug(&format!("/debug/listwatch/continue/expire?for={ms}ms")).await?;
                 Ok(Caused::note(format!("continue tokens expire for {ms} ms")))
+            }
+            Fault::ExpireContinue { count, .. } => {
+                let count = count.unwrap_or(1);
+                self.debug(&format!("/debug/listwatch/continue/expire?count={count}")).await?;
+                Ok(Caused::note(format!("the next {count} continue tokens expire")))
             }
             Fault::TooLargeResourceVersion { duration, behind } => {
                 let ms = duration.0.as_millis();

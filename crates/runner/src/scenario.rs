@@ -491,11 +491,14 @@ pub enum Fault {
     },
     /// A graceful etcd leader change (`etcdctl move-leader`) to another member.
     EtcdLeaderChange {},
-    /// For a while, every LIST that sends a `continue` token gets 410 Expired, as after a
-    /// compaction of its revision (with kube's token to continue inconsistently).
+    /// For a while (`for`), or for the next `count` of them whenever they come, every LIST that
+    /// sends a `continue` token gets 410 Expired, as after a compaction of its revision (with
+    /// kube's token to continue inconsistently).
     ExpireContinue {
-        /// How long.
-        duration: Dur,
+        /// How long (`for`).
+        duration: Option<Dur>,
+        /// How many tokens (`count`).
+        count: Option<u64>,
     },
     /// For a while, LISTs and WATCHes at a resourceVersion above the one storage had at the
     /// fault minus `behind` get 504 "Too large resource version", as from a server whose cache
@@ -682,7 +685,13 @@ fn read_fault<'de, A: MapAccess<'de>>(name: &str, map: &mut A) -> Result<Fault, 
         "bookmarkInterval" => {
             map.next_value::<BookmarkArgs>().map(|a| Fault::BookmarkInterval { interval: a.interval })?
         }
-        "expireContinue" => map.next_value::<ForArgs>().map(|a| Fault::ExpireContinue { duration: a.duration })?,
+        "expireContinue" => {
+            let a = map.next_value::<ExpireContinueArgs>()?;
+            if a.duration.is_some() == a.count.is_some() {
+                return Err(de::Error::custom("expireContinue takes one of `for` (a duration) or `count`"));
+            }
+            Fault::ExpireContinue { duration: a.duration, count: a.count }
+        }
         "tooLargeResourceVersion" => map
             .next_value::<TooLargeArgs>()
             .map(|a| Fault::TooLargeResourceVersion { duration: a.duration, behind: a.behind })?,
@@ -793,9 +802,11 @@ struct BookmarkArgs {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ForArgs {
-    #[serde(rename = "for")]
-    duration: Dur,
+struct ExpireContinueArgs {
+    #[serde(rename = "for", default)]
+    duration: Option<Dur>,
+    #[serde(default)]
+    count: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -1029,6 +1040,14 @@ faults:
 
         let no_clients = "name: x\nduration: 1s\nclients: []\n";
         assert!(refusal(no_clients).contains("at least one client or command"));
+
+        let expire = |args: &str| {
+            format!("name: x\nduration: 1s\nclients: [{{name: a}}]\nfaults:\n  - {{at: 1s, expireContinue: {args}}}\n")
+        };
+        assert!(refusal(&expire("{}")).contains("one of `for` (a duration) or `count`"));
+        assert!(refusal(&expire("{for: 1s, count: 2}")).contains("one of `for` (a duration) or `count`"));
+        let counted = parse("s.yaml", &expire("{count: 2}")).unwrap();
+        assert!(matches!(counted.faults[0].fault, Fault::ExpireContinue { duration: None, count: Some(2) }));
     }
 
     #[test]

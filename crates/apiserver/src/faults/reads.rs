@@ -1,9 +1,9 @@
 //! Faults on the starts of LISTs and WATCHes (the debug API's `continue/expire` and
 //! `toolarge`), each for a while:
 //!
-//! * expired continue tokens: every LIST that sends a `continue` token is answered 410 as if
-//!   its revision had been compacted (kube's long message, and a token that continues
-//!   inconsistently at the latest revision);
+//! * expired continue tokens: every LIST that sends a `continue` token (for a while, or the
+//!   next N of them) is answered 410 as if its revision had been compacted (kube's long
+//!   message, and a token that continues inconsistently at the latest revision);
 //! * too large resourceVersions: a LIST or WATCH at a resourceVersion above a ceiling is
 //!   answered 504 "Too large resource version", as by a server whose cache trails storage after
 //!   a restart (kubernetes#91073 is the client bug it shows).
@@ -16,6 +16,8 @@ use parking_lot::Mutex;
 #[derive(Default)]
 pub struct ReadFaults {
     expire_continue_until: Mutex<Option<Instant>>,
+    /// How many continue tokens are still to expire, whenever they come.
+    expire_continue_next: Mutex<u64>,
     too_large: Mutex<Option<TooLarge>>,
 }
 
@@ -32,9 +34,23 @@ impl ReadFaults {
         *self.expire_continue_until.lock() = Some(until);
     }
 
-    /// Whether continue tokens expire now.
+    /// The next `count` continue tokens expire, whenever they come: a fault that meets a
+    /// client's paged LIST however slowly that client starts.
+    pub fn expire_next_continues(&self, count: u64) {
+        *self.expire_continue_next.lock() = count;
+    }
+
+    /// Whether a continue token sent now expires (counting it against the next N, if any).
     pub fn continue_expires(&self) -> bool {
-        self.expire_continue_until.lock().is_some_and(|until| Instant::now() < until)
+        if self.expire_continue_until.lock().is_some_and(|until| Instant::now() < until) {
+            return true;
+        }
+        let mut next = self.expire_continue_next.lock();
+        if *next > 0 {
+            *next -= 1;
+            return true;
+        }
+        false
     }
 
     /// Reads above `ceiling` are too large until `until`.

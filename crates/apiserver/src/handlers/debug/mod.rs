@@ -9,8 +9,9 @@
 //!   away and relist (watches from before get 410);
 //! * `POST /debug/listwatch/throttle?count=N[&retryAfterSeconds=S][&plain=true]`: answer the next N API
 //!   requests with 429 and `Retry-After`;
-//! * `POST /debug/listwatch/continue/expire?for=D`: for D, every continue token is answered 410
-//!   as if its revision had been compacted;
+//! * `POST /debug/listwatch/continue/expire?for=D` (or `?count=N`): for D (or for the next N
+//!   continue tokens, whenever they come), every continue token is answered 410 as if its
+//!   revision had been compacted;
 //! * `POST /debug/listwatch/toolarge?for=D[&behind=N]`: for D, a LIST or WATCH at a
 //!   resourceVersion above storage's current one minus N is answered 504 "Too large resource
 //!   version", as by a server whose cache trails storage;
@@ -77,11 +78,17 @@ pub async fn handle(
             let store = state.reset_cache(group, resource)?;
             json!({"reset": store.resource.plural})
         }
-        "/debug/listwatch/continue/expire" => {
-            let lasting = duration_param(query, "for")?.ok_or_else(|| ApiError::bad_request("for is required"))?;
-            state.expire_continue_tokens(lasting);
-            json!({"continueExpiresForSeconds": lasting.as_secs_f64()})
-        }
+        "/debug/listwatch/continue/expire" => match (duration_param(query, "for")?, int("count")?) {
+            (Some(lasting), None) => {
+                state.expire_continue_tokens(lasting);
+                json!({"continueExpiresForSeconds": lasting.as_secs_f64()})
+            }
+            (None, Some(count)) if count >= 0 => {
+                state.expire_next_continue_tokens(count.unsigned_abs());
+                json!({"continueExpiresNext": count})
+            }
+            _ => return Err(ApiError::bad_request("one of for=<duration> or count=<n> (not negative) is required")),
+        },
         "/debug/listwatch/toolarge" => {
             let lasting = duration_param(query, "for")?.ok_or_else(|| ApiError::bad_request("for is required"))?;
             let behind = int("behind")?.unwrap_or(0).max(0);
