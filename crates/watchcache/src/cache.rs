@@ -516,7 +516,11 @@ async fn follow(cache: &Arc<Inner>, mut storage_watch: listwatch_storage::Watch)
         tokio::select! {
             response = storage_watch.next() => match response {
                 Some(Ok(answer @ (WatchResponse::Events(_) | WatchResponse::Progress(_)))) => {
-                    if current_lag.is_some() || !held.is_empty() {
+                    // The lag as it is now, not as it was at the top of the loop: a lag set while
+                    // this task waited (both woken at once, `select!` picking this branch first)
+                    // holds back what arrives after it.
+                    let lagging = (*lag.borrow_and_update()).is_some_and(|(_, until)| Instant::now() < until);
+                    if lagging || !held.is_empty() {
                         held.push_back((Instant::now(), answer));
                     } else {
                         apply_answer(cache, answer).await;
