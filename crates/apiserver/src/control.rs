@@ -37,15 +37,15 @@ impl ApiState {
     }
 
     /// Compacts storage at `revision` (its current one when `None`); answers the revision
-    /// compacted at, which is the earlier one when storage was already compacted past it.
-    pub async fn compact(&self, revision: Option<i64>) -> Result<i64, ApiError> {
+    /// storage is compacted at, and whether it already was (at or past `revision`).
+    pub async fn compact(&self, revision: Option<i64>) -> Result<(i64, bool), ApiError> {
         let revision = match revision {
             Some(revision) => revision,
             None => self.storage.current_revision().await.map_err(crate::registry::storage_error)?,
         };
         match self.storage.compact(revision).await {
-            Ok(()) => Ok(revision),
-            Err(StorageError::Compacted { compact_revision }) => Ok(compact_revision),
+            Ok(()) => Ok((revision, false)),
+            Err(StorageError::Compacted { compact_revision }) => Ok((compact_revision, true)),
             Err(StorageError::FutureRevision { current_revision }) => {
                 Err(ApiError::bad_request(format!("revision {revision} is in the future (current {current_revision})")))
             }

@@ -16,7 +16,7 @@ use tokio::sync::Mutex;
 
 use crate::audit::Records;
 use crate::reflectors::Pauses;
-use crate::scenario::{Fault, FaultStep, StreamFault, When};
+use crate::scenario::{ContinueExpiry, Fault, FaultStep, StreamFault, When};
 
 /// One firing of a fault step.
 #[derive(Debug, Clone)]
@@ -133,13 +133,12 @@ impl FaultTarget {
             }
             Fault::EtcdKill { member, restart_after } => self.kill_etcd_member(*member, restart_after.0).await,
             Fault::EtcdLeaderChange {} => self.move_etcd_leader().await,
-            Fault::ExpireContinue { duration: Some(duration), .. } => {
+            Fault::ExpireContinue(ContinueExpiry::For(duration)) => {
                 let ms = duration.0.as_millis();
                 self.debug(&format!("/debug/listwatch/continue/expire?for={ms}ms")).await?;
                 Ok(Caused::note(format!("continue tokens expire for {ms} ms")))
             }
-            Fault::ExpireContinue { count, .. } => {
-                let count = count.unwrap_or(1);
+            Fault::ExpireContinue(ContinueExpiry::Next(count)) => {
                 self.debug(&format!("/debug/listwatch/continue/expire?count={count}")).await?;
                 Ok(Caused::note(format!("the next {count} continue tokens expire")))
             }

@@ -24,10 +24,10 @@ use crate::history::{self, History};
 use crate::reflectors::Reflectors;
 use crate::report::{Outcome, millis, recoveries};
 use crate::scenario::{BackendKind, Readiness, Scenario};
+use crate::{commands, ends, workload};
 
 /// How long a command that must be `ready` before the faults has to open its watch.
 const READY_DEADLINE: Duration = Duration::from_secs(60);
-use crate::{commands, ends, workload};
 
 /// Runs the scenario once with `seed`; `record` keeps each Put's object in the history (for
 /// a record that can be replayed).

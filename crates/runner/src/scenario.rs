@@ -271,6 +271,16 @@ pub struct CommandSpec {
     pub ready: Option<Readiness>,
 }
 
+/// How long `expireContinue` lasts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ContinueExpiry {
+    /// Every continue token for a while (`for`).
+    For(Dur),
+    /// The next N continue tokens, whenever they come (`count`).
+    Next(u64),
+}
+
 /// `ready:` of a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -494,12 +504,7 @@ pub enum Fault {
     /// For a while (`for`), or for the next `count` of them whenever they come, every LIST that
     /// sends a `continue` token gets 410 Expired, as after a compaction of its revision (with
     /// kube's token to continue inconsistently).
-    ExpireContinue {
-        /// How long (`for`).
-        duration: Option<Dur>,
-        /// How many tokens (`count`).
-        count: Option<u64>,
-    },
+    ExpireContinue(ContinueExpiry),
     /// For a while, LISTs and WATCHes at a resourceVersion above the one storage had at the
     /// fault minus `behind` get 504 "Too large resource version", as from a server whose cache
     /// trails storage after a restart.
@@ -690,7 +695,10 @@ fn read_fault<'de, A: MapAccess<'de>>(name: &str, map: &mut A) -> Result<Fault, 
             if a.duration.is_some() == a.count.is_some() {
                 return Err(de::Error::custom("expireContinue takes one of `for` (a duration) or `count`"));
             }
-            Fault::ExpireContinue { duration: a.duration, count: a.count }
+            Fault::ExpireContinue(match (a.duration, a.count) {
+                (Some(duration), _) => ContinueExpiry::For(duration),
+                (None, count) => ContinueExpiry::Next(count.unwrap_or_default()),
+            })
         }
         "tooLargeResourceVersion" => map
             .next_value::<TooLargeArgs>()
@@ -1047,7 +1055,7 @@ faults:
         assert!(refusal(&expire("{}")).contains("one of `for` (a duration) or `count`"));
         assert!(refusal(&expire("{for: 1s, count: 2}")).contains("one of `for` (a duration) or `count`"));
         let counted = parse("s.yaml", &expire("{count: 2}")).unwrap();
-        assert!(matches!(counted.faults[0].fault, Fault::ExpireContinue { duration: None, count: Some(2) }));
+        assert!(matches!(counted.faults[0].fault, Fault::ExpireContinue(ContinueExpiry::Next(2))));
     }
 
     #[test]

@@ -25,7 +25,7 @@ impl<'a> Faults<'a> {
     /// Compacts storage at its current revision: watches and lists from before it get 410
     /// Expired. Answers the revision.
     pub async fn compact(&self) -> Result<i64, Error> {
-        Ok(self.server.state().compact(None).await?)
+        Ok(self.server.state().compact(None).await?.0)
     }
 
     /// Ends every client watch of `resource` (clients must re-watch from where they were);

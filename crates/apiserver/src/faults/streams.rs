@@ -167,6 +167,41 @@ fn after(lasting: Duration) -> Instant {
     now.checked_add(lasting.min(CENTURY)).unwrap_or(now)
 }
 
+/// A network fault on watch streams, as a value (the debug API parses one from its query; a
+/// test server's handle takes one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamFault {
+    /// Each batch held `base` ± `jitter`, order kept, for `lasting`.
+    Latency {
+        /// The delay.
+        base: Duration,
+        /// Up to this much more or less.
+        jitter: Duration,
+        /// How long streams are slowed.
+        lasting: Duration,
+    },
+    /// Each stream cut in the middle of its next event (streams opened within `lasting` too).
+    Cut {
+        /// How long new streams are cut too (zero: the open ones only).
+        lasting: Duration,
+    },
+    /// Nothing written for `lasting` (connections stay open), then the streams end abnormally.
+    Blackhole {
+        /// How long.
+        lasting: Duration,
+    },
+    /// The streams go silent and never end, not even at their deadline (streams opened within
+    /// `lasting` too): a half-open connection only the client's own timeout notices.
+    Stall {
+        /// How long new streams stall too (zero: the open ones only).
+        lasting: Duration,
+    },
+    /// GOAWAY on every HTTP/2 connection open now.
+    GoAway,
+    /// Ends latency, cuts not taken yet, blackholes and stalls of streams opened from now on.
+    None,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,39 +245,4 @@ mod tests {
         faults.clear();
         assert!(plan.borrow_and_update().blackhole.is_none());
     }
-}
-
-/// A network fault on watch streams, as a value (the debug API parses one from its query; a
-/// test server's handle takes one).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StreamFault {
-    /// Each batch held `base` ± `jitter`, order kept, for `lasting`.
-    Latency {
-        /// The delay.
-        base: Duration,
-        /// Up to this much more or less.
-        jitter: Duration,
-        /// How long streams are slowed.
-        lasting: Duration,
-    },
-    /// Each stream cut in the middle of its next event (streams opened within `lasting` too).
-    Cut {
-        /// How long new streams are cut too (zero: the open ones only).
-        lasting: Duration,
-    },
-    /// Nothing written for `lasting` (connections stay open), then the streams end abnormally.
-    Blackhole {
-        /// How long.
-        lasting: Duration,
-    },
-    /// The streams go silent and never end, not even at their deadline (streams opened within
-    /// `lasting` too): a half-open connection only the client's own timeout notices.
-    Stall {
-        /// How long new streams stall too (zero: the open ones only).
-        lasting: Duration,
-    },
-    /// GOAWAY on every HTTP/2 connection open now.
-    GoAway,
-    /// Ends latency, cuts not taken yet, blackholes and stalls of streams opened from now on.
-    None,
 }

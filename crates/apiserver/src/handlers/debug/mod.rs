@@ -60,16 +60,12 @@ pub async fn handle(
     let int = |name: &str| int_param(query, name);
     let group = query.get("group").unwrap_or("");
     let body = match path {
-        "/debug/listwatch/compact" => {
-            let asked = int("revision")?;
-            let compacted = state.compact(asked).await?;
-            match asked {
-                Some(asked) if asked > compacted => {
-                    json!({"compacted": compacted, "note": "already compacted at or past this revision"})
-                }
-                _ => json!({"compacted": compacted}),
+        "/debug/listwatch/compact" => match state.compact(int("revision")?).await? {
+            (compacted, true) => {
+                json!({"compacted": compacted, "note": "already compacted at or past this revision"})
             }
-        }
+            (compacted, false) => json!({"compacted": compacted}),
+        },
         "/debug/listwatch/watchers/drop" => {
             json!({"dropped": state.drop_watchers(group, query.get("resource"))?})
         }
