@@ -380,13 +380,21 @@ impl WatchCache {
         };
         let next_bookmark =
             options.bookmarks.then(|| next_bookmark_time(&inner.config, Instant::now(), options.deadline)).flatten();
-        let id = inner.watchers.lock().register(Registered {
+        let mut watchers = inner.watchers.lock();
+        // Ready again, under the lock that ends watchers: a reset marks the cache not ready
+        // before it ends every watcher under this lock, and cannot replace the state while this
+        // snapshot holds it. So a watcher registered here is either ended by that reset or was
+        // snapshotted after its relist; without this check, a reset racing the check at the top
+        // could leave a watcher of the old state registered, missing what the relist skipped.
+        inner.check_ready()?;
+        let id = watchers.register(Registered {
             namespace: options.namespace.clone(),
             name: options.name.clone(),
             tx,
             next_bookmark,
             deadline: options.deadline,
         });
+        drop(watchers);
         drop(state);
         // Queued events up to here are in the snapshot (or, for a start in the future, not
         // wanted): the watcher drops them.
