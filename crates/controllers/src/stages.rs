@@ -36,7 +36,7 @@ pub mod template;
 pub use model::{Operator, Stage};
 
 /// The default stages, as shipped (`src/stages/default.yaml`).
-pub const DEFAULT_STAGES: &str = include_str!("default.yaml");
+pub const DEFAULT_STAGES: &str = include_str!("stages/default.yaml");
 
 /// The pod start delay the default stages are written for; `--pod-start-delay` scales them.
 pub const DEFAULT_START_DELAY: Duration = Duration::from_millis(500);
