@@ -30,7 +30,7 @@ pub mod authn;
 pub mod client_audit;
 mod config;
 mod control;
-mod controllers;
+mod upkeep;
 mod customresources;
 mod discovery;
 mod faults;

@@ -20,7 +20,7 @@ const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "k
 pub async fn start(config: ServerConfig, storage: Arc<dyn Storage>) -> Result<Arc<ApiState>, StorageError> {
     let (deletions, marked) = tokio::sync::mpsc::unbounded_channel();
     let state = Arc::new(ApiState::new(config, storage, deletions).await?);
-    crate::controllers::start(&state, marked).await.map_err(|e| StorageError::Unavailable(e.to_string()))?;
+    crate::upkeep::start(&state, marked).await.map_err(|e| StorageError::Unavailable(e.to_string()))?;
     if state.config.bootstrap_namespaces {
         bootstrap_namespaces(&state).await?;
     }
