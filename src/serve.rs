@@ -13,7 +13,7 @@ use anyhow::Context;
 use clap::Args;
 use listwatch_apiserver::authn::{Authentication, ClientCa, TokenFile};
 use listwatch_apiserver::listener::{self, ListenAddr};
-use listwatch_apiserver::{ServerConfig, WatchBreaker};
+use listwatch_apiserver::{AuthorizationMode, ServerConfig, WatchBreaker};
 use listwatch_storage::Storage;
 use listwatch_storage::etcd::{EtcdOptions, EtcdStore};
 use listwatch_storage::faults::{FaultyStorage, Outage};
@@ -129,6 +129,11 @@ pub struct ServeArgs {
     /// the kubeconfig's user one (CN listwatch-admin, O system:masters).
     #[arg(long, requires = "tls_generate", conflicts_with = "client_ca_file")]
     client_cert_auth: bool,
+    /// Who may do what: AlwaysAllow (kube-apiserver's default) or RBAC. With RBAC and no
+    /// authenticator given, serve adds --tls-generate --client-cert-auth, so the kubeconfig's
+    /// user (listwatch-admin, in system:masters) still gets in.
+    #[arg(long, default_value = "AlwaysAllow", value_parser = parse_authorization_mode)]
+    authorization_mode: AuthorizationMode,
     /// Serve requests that bring no credentials as system:anonymous; when false they get 401,
     /// except /healthz, /livez, /readyz and /version.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
@@ -258,13 +263,31 @@ struct Security {
 /// The user the kubeconfig's client certificate names (kubeadm's admin is in the same group).
 const ADMIN_USER: (&str, &str) = ("listwatch-admin", "system:masters");
 
+/// kube-apiserver's `--authorization-mode` values that listwatch has (a list is refused:
+/// Node and Webhook have nothing to ask here).
+fn parse_authorization_mode(value: &str) -> Result<AuthorizationMode, String> {
+    match value {
+        "AlwaysAllow" => Ok(AuthorizationMode::AlwaysAllow),
+        "RBAC" => Ok(AuthorizationMode::Rbac),
+        other => Err(format!("{other:?}: listwatch authorizes with AlwaysAllow or RBAC")),
+    }
+}
+
 fn security(args: &ServeArgs, kubeconfig: &std::path::Path) -> anyhow::Result<Security> {
     use listwatch_apiserver::tls;
+    // RBAC refuses anonymous requests nearly everything: without an authenticator of the
+    // user's, the kubeconfig gets a client certificate of the generated CA.
+    let admin_certificate = args.authorization_mode == AuthorizationMode::Rbac
+        && args.token_auth_file.is_none()
+        && args.client_ca_file.is_none()
+        && args.tls_cert_file.is_none();
+    let tls_generate = args.tls_generate || admin_certificate;
+    let client_cert_auth = args.client_cert_auth || admin_certificate;
     // The server certificate, and the generated CA's files if any.
     let (server_files, generated) = if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_private_key_file) {
         let ca = args.tls_ca_file.clone().unwrap_or_else(|| cert.clone());
         (Some((cert.clone(), key.clone(), ca)), None)
-    } else if args.tls_generate {
+    } else if tls_generate {
         let dir = match (&args.data_dir, args.ephemeral || !args.etcd.is_empty()) {
             (Some(dir), _) => dir.join("pki"),
             (None, false) => default_data_dir().join("pki"),
@@ -278,7 +301,7 @@ fn security(args: &ServeArgs, kubeconfig: &std::path::Path) -> anyhow::Result<Se
     // The client CA, and its key when the kubeconfig's user should get a certificate.
     let (client_ca, signer) = match (&args.client_ca_file, &generated) {
         (Some(ca), _) => (Some(ca.clone()), args.client_ca_key_file.clone().map(|key| (ca.clone(), key))),
-        (None, Some(files)) if args.client_cert_auth => {
+        (None, Some(files)) if client_cert_auth => {
             (Some(files.ca_cert.clone()), Some((files.ca_cert.clone(), files.ca_key.clone())))
         }
         _ => (None, None),
@@ -388,6 +411,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let server = format!("{}://{addr}", if tls.is_some() { "https" } else { "http" });
     let mut config = server_config(&args, addr.to_string())?;
     config.authentication = security.authentication.clone();
+    config.authorization = args.authorization_mode;
     // With the debug API on, storage can be made to fail on purpose (a storage outage).
     let storage = if args.enable_debug_api {
         let outage = Outage::default();

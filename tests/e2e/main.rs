@@ -19,6 +19,7 @@ mod limits;
 mod listing;
 mod nodes;
 mod python_client;
+mod rbac;
 mod semantics;
 mod server_side_apply;
 mod sim_server;

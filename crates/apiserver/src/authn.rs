@@ -44,6 +44,8 @@ pub struct UserInfo {
     pub uid: String,
     /// The groups, including the virtual ones kube adds.
     pub groups: Vec<String>,
+    /// Whatever else the authenticator (or an impersonation) says about the user.
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// The user of a request without credentials.
@@ -56,7 +58,7 @@ pub const ALL_AUTHENTICATED: &str = "system:authenticated";
 impl UserInfo {
     /// The anonymous user, as kube's anonymous authenticator makes it.
     pub fn anonymous() -> UserInfo {
-        UserInfo { name: ANONYMOUS.into(), uid: String::new(), groups: vec![ALL_UNAUTHENTICATED.into()] }
+        UserInfo { name: ANONYMOUS.into(), groups: vec![ALL_UNAUTHENTICATED.into()], ..UserInfo::default() }
     }
 
     /// kube's `AuthenticatedGroupAdder`: `system:authenticated` unless the user is anonymous or
@@ -164,6 +166,14 @@ impl Authentication {
             return Ok(UserInfo::anonymous());
         }
         Err("no credentials and anonymous requests are disabled".into())
+    }
+}
+
+impl Authentication {
+    /// The user a bearer token authenticates as (a TokenReview's question), if any.
+    pub fn authenticate_token(&self, token: &str) -> Option<UserInfo> {
+        let user = self.tokens.as_ref()?.user(token)?;
+        Some(user.clone().with_authenticated_group())
     }
 }
 

@@ -43,6 +43,8 @@ pub struct ServerConfig {
     pub read_header_timeout: Option<Duration>,
     /// Who may ask (`--token-auth-file`, `--client-ca-file`, `--anonymous-auth`).
     pub authentication: crate::authn::Authentication,
+    /// `--authorization-mode`: who may do what once authenticated.
+    pub authorization: crate::authz::AuthorizationMode,
     /// Create the namespaces kube-apiserver creates at startup (off when storage is to hold
     /// a replayed history, revision for revision).
     pub bootstrap_namespaces: bool,
@@ -75,6 +77,7 @@ impl Default for ServerConfig {
             max_mutating_requests_inflight: 200,
             read_header_timeout: Some(Duration::from_secs(32)),
             authentication: Default::default(),
+            authorization: Default::default(),
             break_watch: WatchBreaker::None,
             storage_outage: None,
             bootstrap_namespaces: true,

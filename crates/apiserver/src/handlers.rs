@@ -22,6 +22,7 @@ use listwatch_meta::registry::Subresource;
 use listwatch_meta::{ApiError, Resource};
 use serde_json::Value;
 
+use crate::authn::UserInfo;
 use crate::discovery;
 use crate::metrics;
 use crate::panics;
@@ -94,11 +95,14 @@ async fn respond(
     if let Err(unauthorized) = crate::authn::authenticate(&state.config.authentication, &mut parts) {
         return *unauthorized;
     }
+    let query = Query::parse(parts.uri.query());
+    let resource_request = request::parse(&parts.method, &path, &query);
+    if let Err(refused) = authorize(state, &mut parts, &path, &query, resource_request.as_ref()).await {
+        return response::error(&refused);
+    }
     let upgrade = crate::transport::websocket::is_websocket_request(&parts.headers)
         .then(|| parts.extensions.remove::<hyper::upgrade::OnUpgrade>())
         .flatten();
-    let query = Query::parse(parts.uri.query());
-    let resource_request = request::parse(&parts.method, &path, &query);
     let resource =
         resource_request.as_ref().and_then(|r| state.store(&r.group, &r.version, &r.resource)).map(|s| s.resource);
     let result = route(state, &parts, body, &path, &query, resource_request.as_ref(), upgrade).await;
@@ -113,6 +117,25 @@ async fn respond(
         }
     }
     response
+}
+
+/// kube's filters after authentication: impersonation, then authorization. The user the
+/// request acts as replaces the authenticated one on it; a refusal is kube's 403 (or 400).
+async fn authorize(
+    state: &ApiState,
+    parts: &mut http::request::Parts,
+    path: &str,
+    query: &Query,
+    resource_request: Option<&ResourceRequest>,
+) -> Result<(), ApiError> {
+    let requester = parts.extensions.get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
+    let user = crate::authz::impersonation::resolve(state, requester, &parts.headers).await?;
+    if state.config.authorization != crate::authz::AuthorizationMode::AlwaysAllow {
+        let attributes = crate::authz::Attributes::of_request(&parts.method, path, query, resource_request);
+        crate::authz::check(state, &user, &attributes).await?;
+    }
+    parts.extensions.insert(user);
+    Ok(())
 }
 
 /// The methods `path` has a route for, as a 405's `Allow` lists them.
@@ -268,6 +291,10 @@ async fn serve_verb(
         Verb::Watch => {
             read::refuse_by_fault(&state.read_faults, store, query, true)?;
             watch::watch(state, store, req, query, parts, upgrade).await
+        }
+        Verb::Create if crate::authz::reviews::is_review(resource) => {
+            let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
+            crate::authz::reviews::create(state, resource, req.namespace.as_deref(), &user, &parts.headers, &body).await
         }
         Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
             let media = media(req.verb == Verb::DeleteCollection)?;

@@ -9,8 +9,10 @@
 //! * [`transport`]: the listener, connections (TLS, HTTP/2, header limits), the max-in-flight
 //!   filter, response bodies, and the watch pump with its chunked and WebSocket framings;
 //! * [`authn`]: who is asking (token file, client certificates, anonymous);
+//! * [`authz`]: whether they may (AlwaysAllow or RBAC), impersonation, the access reviews and
+//!   the default roles;
 //! * [`client_audit`]: what each client asked and was sent, judged by the client audit;
-//! * [`controllers`]: the garbage collector, graceful deletion, namespace cleanup;
+//! * [`upkeep`]: the CRD controllers, the garbage collector, graceful deletion, namespace cleanup;
 //! * [`state`]: what handlers and controllers share ([`ApiState`]), built from [`config`];
 //! * [`customresources`]: the resources CRDs add while the server runs, beside the built-ins;
 //! * [`registry`]: one resource's objects below HTTP, with the one delegator that picks the
@@ -27,10 +29,10 @@
 #![allow(rustdoc::private_intra_doc_links)]
 
 pub mod authn;
+mod authz;
 pub mod client_audit;
 mod config;
 mod control;
-mod upkeep;
 mod customresources;
 mod discovery;
 mod faults;
@@ -44,7 +46,9 @@ mod response;
 mod server;
 mod state;
 mod transport;
+mod upkeep;
 
+pub use authz::AuthorizationMode;
 pub use config::{REQUEST_THREAD_STACK_BYTES, ServerConfig};
 pub use faults::{StreamFault, WatchBreaker};
 pub use server::{serve, start};

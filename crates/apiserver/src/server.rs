@@ -24,6 +24,10 @@ pub async fn start(config: ServerConfig, storage: Arc<dyn Storage>) -> Result<Ar
     if state.config.bootstrap_namespaces {
         bootstrap_namespaces(&state).await?;
     }
+    // kube writes its default roles whatever the mode; here only where they are used.
+    if state.config.authorization == crate::authz::AuthorizationMode::Rbac {
+        crate::authz::bootstrap::ensure(&state).await?;
+    }
     Ok(state)
 }
 

@@ -40,6 +40,8 @@ pub struct ApiState {
     /// What the debug API (and `--break-watch`) injects into watch streams; every stream's
     /// pump holds it.
     pub watch_faults: Arc<WatchFaults>,
+    /// The RBAC policy as the watch caches hold it, parsed once per change.
+    pub rbac: crate::authz::rbac::PolicyCache,
     /// The client audit's recorder (`--audit-clients`).
     pub client_audit: Option<Arc<ClientAudit>>,
     /// Flips to true on shutdown: open watches end.
@@ -78,6 +80,7 @@ impl ApiState {
             throttle: Throttle::default(),
             read_faults: ReadFaults::default(),
             watch_faults,
+            rbac: Default::default(),
             client_audit,
             shutdown,
             shutdown_tx,

@@ -249,7 +249,31 @@ fn cell(cell: Cell, object: &Object, v: &Value) -> Value {
         Cell::NodeStatus => Value::String(node_status(v)),
         Cell::NodeRoles => Value::String(node_roles(v)),
         Cell::CreatedAt => lookup(v, "metadata.creationTimestamp").cloned().unwrap_or(Value::Null),
+        Cell::RoleRef => Value::String(format!(
+            "{}/{}",
+            text(lookup(v, "roleRef.kind")).unwrap_or_default(),
+            text(lookup(v, "roleRef.name")).unwrap_or_default()
+        )),
+        Cell::Subjects(kind) => Value::String(subjects(v, kind)),
     }
+}
+
+/// kubectl's subjects cell: the names of one kind, comma-separated; a service account as
+/// `namespace/name`.
+fn subjects(v: &Value, kind: &str) -> String {
+    let Some(subjects) = lookup(v, "subjects").and_then(Value::as_array) else { return String::new() };
+    let names: Vec<String> = subjects
+        .iter()
+        .filter(|s| s.get("kind").and_then(Value::as_str) == Some(kind))
+        .map(|s| {
+            let name = s.get("name").and_then(Value::as_str).unwrap_or_default();
+            match s.get("namespace").and_then(Value::as_str) {
+                Some(ns) if kind == "ServiceAccount" => format!("{ns}/{name}"),
+                _ => name.to_string(),
+            }
+        })
+        .collect();
+    names.join(", ")
 }
 
 struct PodSummary {

@@ -13,6 +13,13 @@
 
 use serde_json::{Map, Value, json};
 
+/// Sets `key` to `value` when it is absent or the empty string (Go's zero value).
+fn set_if_empty(object: &mut Map<String, Value>, key: &str, value: &str) {
+    if object.get(key).and_then(Value::as_str).is_none_or(str::is_empty) {
+        object.insert(key.to_string(), json!(value));
+    }
+}
+
 /// Fills in kube's defaults for an object of `group`/`kind` (kinds without defaults are left
 /// as they are).
 pub fn apply_defaults(group: &str, kind: &str, object: &mut Map<String, Value>) {
@@ -55,6 +62,18 @@ pub fn apply_defaults(group: &str, kind: &str, object: &mut Map<String, Value>) 
             if let Some(spec) = object_at(object, "spec") {
                 set(spec, "replicas", || json!(1));
                 template_spec(spec);
+            }
+        }
+        // rbac/v1's SetDefaults_RoleBinding and SetDefaults_Subject: the roleRef's group, and
+        // the group of User and Group subjects, are RBAC's unless given.
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
+            if let Some(role_ref) = object_at(object, "roleRef") {
+                set_if_empty(role_ref, "apiGroup", "rbac.authorization.k8s.io");
+            }
+            for subject in objects_in(object, "subjects") {
+                if matches!(subject.get("kind").and_then(Value::as_str), Some("User" | "Group")) {
+                    set_if_empty(subject, "apiGroup", "rbac.authorization.k8s.io");
+                }
             }
         }
         _ => {}

@@ -8,6 +8,7 @@ pub mod fingerprint;
 pub mod go_json;
 pub mod object;
 pub mod pod_validation;
+pub mod rbac_validation;
 pub mod registry;
 pub mod selector;
 pub mod status;

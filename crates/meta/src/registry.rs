@@ -76,6 +76,11 @@ pub enum Cell {
     NodeRoles,
     /// `metadata.creationTimestamp` as RFC 3339 (kube's default table convertor, `Created At`).
     CreatedAt,
+    /// A binding's `roleRef` as `Kind/name` (kubectl's `Role` column).
+    RoleRef,
+    /// The names of a binding's subjects of one kind, comma-separated (`namespace/name` for
+    /// service accounts).
+    Subjects(&'static str),
 }
 
 /// One column of the table kubectl prints.
@@ -115,6 +120,16 @@ const AGE: PrinterColumn = PrinterColumn {
     priority: 0,
     cell: Cell::Age,
 };
+const CREATED_AT: PrinterColumn = PrinterColumn { name: "Created At", type_: "date", cell: Cell::CreatedAt, ..AGE };
+/// kubectl's columns of RoleBindings and ClusterRoleBindings (the subjects with `-o wide`).
+const BINDING_COLUMNS: &[PrinterColumn] = &[
+    NAME,
+    col("Role", "string", Cell::RoleRef),
+    AGE,
+    PrinterColumn { priority: 1, ..col("Users", "string", Cell::Subjects("User")) },
+    PrinterColumn { priority: 1, ..col("Groups", "string", Cell::Subjects("Group")) },
+    PrinterColumn { priority: 1, ..col("ServiceAccounts", "string", Cell::Subjects("ServiceAccount")) },
+];
 
 /// What a resource defined at run time (a custom resource) does that the static fields of
 /// [`Resource`] cannot say.
@@ -181,6 +196,8 @@ pub struct Resource {
     pub dynamic: Option<&'static dyn DynamicKind>,
 }
 
+/// What the reviews take: they are asked, not stored.
+const CREATE_ONLY: &[&str] = &["create"];
 const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 const NO_COLLECTION_DELETE: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
 
@@ -403,14 +420,63 @@ pub static BUILTIN: &[Resource] = &[
         ],
         protobuf: Some("k8s.io.api.apps.v1.ReplicaSet"),
     },
-    // kube-aggregator's group priorities order `/apis`: apiextensions.k8s.io (16700) comes
-    // between apps (17800) and coordination.k8s.io (16500).
+    // kube-aggregator's group priorities order `/apis`: authentication.k8s.io (17700),
+    // authorization.k8s.io (17600) and rbac.authorization.k8s.io (17000) come after apps
+    // (17800). The reviews are not stored: POST answers them (`authz::reviews`).
+    resource! {
+        group: "authentication.k8s.io", plural: "selfsubjectreviews", singular: "selfsubjectreview",
+        kind: "SelfSubjectReview", namespaced: false, verbs: CREATE_ONLY,
+        storage_prefix: "selfsubjectreviews", watch_cache: false,
+    },
+    resource! {
+        group: "authentication.k8s.io", plural: "tokenreviews", singular: "tokenreview", kind: "TokenReview",
+        namespaced: false, verbs: CREATE_ONLY, storage_prefix: "tokenreviews", watch_cache: false,
+    },
+    resource! {
+        group: "authorization.k8s.io", plural: "localsubjectaccessreviews", singular: "localsubjectaccessreview",
+        kind: "LocalSubjectAccessReview", verbs: CREATE_ONLY,
+        storage_prefix: "localsubjectaccessreviews", watch_cache: false,
+    },
+    resource! {
+        group: "authorization.k8s.io", plural: "selfsubjectaccessreviews", singular: "selfsubjectaccessreview",
+        kind: "SelfSubjectAccessReview", namespaced: false, verbs: CREATE_ONLY,
+        storage_prefix: "selfsubjectaccessreviews", watch_cache: false,
+    },
+    resource! {
+        group: "authorization.k8s.io", plural: "selfsubjectrulesreviews", singular: "selfsubjectrulesreview",
+        kind: "SelfSubjectRulesReview", namespaced: false, verbs: CREATE_ONLY,
+        storage_prefix: "selfsubjectrulesreviews", watch_cache: false,
+    },
+    resource! {
+        group: "authorization.k8s.io", plural: "subjectaccessreviews", singular: "subjectaccessreview",
+        kind: "SubjectAccessReview", namespaced: false, verbs: CREATE_ONLY,
+        storage_prefix: "subjectaccessreviews", watch_cache: false,
+    },
+    resource! {
+        group: "rbac.authorization.k8s.io", plural: "clusterrolebindings", singular: "clusterrolebinding",
+        kind: "ClusterRoleBinding", namespaced: false, storage_prefix: "clusterrolebindings",
+        name_rule: NameRule::PathSegment, printer_columns: BINDING_COLUMNS,
+    },
+    resource! {
+        group: "rbac.authorization.k8s.io", plural: "clusterroles", singular: "clusterrole", kind: "ClusterRole",
+        namespaced: false, storage_prefix: "clusterroles", name_rule: NameRule::PathSegment,
+        printer_columns: &[NAME, CREATED_AT],
+    },
+    resource! {
+        group: "rbac.authorization.k8s.io", plural: "rolebindings", singular: "rolebinding", kind: "RoleBinding",
+        storage_prefix: "rolebindings", name_rule: NameRule::PathSegment, printer_columns: BINDING_COLUMNS,
+    },
+    resource! {
+        group: "rbac.authorization.k8s.io", plural: "roles", singular: "role", kind: "Role",
+        storage_prefix: "roles", name_rule: NameRule::PathSegment, printer_columns: &[NAME, CREATED_AT],
+    },
+    // apiextensions.k8s.io (16700) comes next, then coordination.k8s.io (16500).
     resource! {
         group: "apiextensions.k8s.io", plural: "customresourcedefinitions", singular: "customresourcedefinition",
         kind: "CustomResourceDefinition", short_names: &["crd", "crds"], categories: &["api-extensions"],
         namespaced: false, subresources: &[Subresource::Status],
         storage_prefix: "apiextensions.k8s.io/customresourcedefinitions",
-        printer_columns: &[NAME, PrinterColumn { name: "Created At", type_: "date", cell: Cell::CreatedAt, ..AGE }],
+        printer_columns: &[NAME, CREATED_AT],
     },
     resource! {
         group: "coordination.k8s.io", plural: "leases", singular: "lease", kind: "Lease",

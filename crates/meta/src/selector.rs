@@ -277,6 +277,36 @@ impl LabelSelector {
         Ok(LabelSelector { requirements })
     }
 
+    /// A `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`) as a selector, as
+    /// kube's `LabelSelectorAsSelector` makes it: an empty one matches everything. `None`
+    /// when it is malformed (an unknown operator, a key or value that does not parse).
+    pub fn from_api(selector: &Value) -> Option<LabelSelector> {
+        let mut requirements: Vec<String> = selector
+            .get("matchLabels")
+            .and_then(Value::as_object)
+            .map(|labels| labels.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect())
+            .unwrap_or_default();
+        for expression in selector.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+            let key = expression.get("key")?.as_str()?;
+            let values: Vec<&str> = expression
+                .get("values")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let values = values.join(",");
+            requirements.push(match expression.get("operator")?.as_str()? {
+                "In" => format!("{key} in ({values})"),
+                "NotIn" => format!("{key} notin ({values})"),
+                "Exists" => key.to_string(),
+                "DoesNotExist" => format!("!{key}"),
+                _ => return None,
+            });
+        }
+        LabelSelector::parse(&requirements.join(",")).ok()
+    }
+
     /// Whether the selector restricts nothing.
     pub fn is_empty(&self) -> bool {
         self.requirements.is_empty()

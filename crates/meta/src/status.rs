@@ -275,7 +275,15 @@ impl ApiError {
 
     /// 403 `<resource> "<name>" is forbidden: <why>`.
     pub fn forbidden(gr: &GroupResource, name: &str, why: &str) -> ApiError {
-        ApiError::new(403, "Forbidden", format!("{gr} {} is forbidden: {why}", go_quote(name)), Self::details(gr, name))
+        // kube's `NewForbidden`: no resource (a non-resource path), no name (a collection).
+        let message = if gr.group.is_empty() && gr.resource.is_empty() {
+            format!("forbidden: {why}")
+        } else if name.is_empty() {
+            format!("{gr} is forbidden: {why}")
+        } else {
+            format!("{gr} {} is forbidden: {why}", go_quote(name))
+        };
+        ApiError::new(403, "Forbidden", message, Self::details(gr, name))
     }
 
     /// 405 `<verb> is not supported on resources of kind "<resource>"` (kube's wording).

@@ -79,7 +79,7 @@ impl ClientCa {
             return Ok(None);
         }
         let groups = subject.iter_organization().filter_map(|a| a.as_str().ok()).map(String::from).collect();
-        Ok(Some(UserInfo { name: name.to_string(), uid: String::new(), groups }))
+        Ok(Some(UserInfo { name: name.to_string(), groups, ..UserInfo::default() }))
     }
 }
 

@@ -30,8 +30,8 @@ fn tokens() -> Option<Arc<TokenFile>> {
 fn user(name: &str, groups: &[&str]) -> UserInfo {
     UserInfo {
         name: name.into(),
-        uid: String::new(),
         groups: groups.iter().map(std::string::ToString::to_string).collect(),
+        ..UserInfo::default()
     }
 }
 
@@ -51,7 +51,8 @@ fn token_file_users_get_the_authenticated_group() {
         UserInfo {
             name: "alice".into(),
             uid: "1001".into(),
-            groups: vec!["dev".into(), "ops".into(), ALL_AUTHENTICATED.into()]
+            groups: vec!["dev".into(), "ops".into(), ALL_AUTHENTICATED.into()],
+            ..UserInfo::default()
         }
     );
     // The scheme is case-insensitive; the token is the second space-separated word.

@@ -56,7 +56,7 @@ impl TokenFile {
             let name_field = fields.next().unwrap_or_default();
             let uid = fields.next().unwrap_or_default();
             let groups = fields.next().map(|g| g.split(',').map(String::from).collect()).unwrap_or_default();
-            let user = UserInfo { name: name_field, uid, groups };
+            let user = UserInfo { name: name_field, uid, groups, ..UserInfo::default() };
             first.get_or_insert_with(|| token.clone());
             if users.insert(token, user).is_some() {
                 tracing::warn!("duplicate token has been found in token file '{name}', record number '{}'", number + 1);

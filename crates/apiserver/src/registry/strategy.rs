@@ -22,7 +22,7 @@ use listwatch_meta::registry::Subresource;
 use listwatch_meta::validation::FieldError;
 use listwatch_meta::write_validation::{self, go_string_slice};
 use listwatch_meta::{ApiError, Resource};
-use listwatch_meta::{apps_validation, pod_validation};
+use listwatch_meta::{apps_validation, pod_validation, rbac_validation};
 use serde_json::{Map, Value, json};
 
 use super::custom_strategy;
@@ -241,6 +241,10 @@ fn validate_kind(resource: &Resource, object: &Map<String, Value>) -> Vec<FieldE
         }
         ("apps", "Deployment") => apps_validation::validate_deployment(object),
         ("apps", "ReplicaSet") => apps_validation::validate_replica_set(object),
+        ("rbac.authorization.k8s.io", "Role") => rbac_validation::validate_role(object, true),
+        ("rbac.authorization.k8s.io", "ClusterRole") => rbac_validation::validate_role(object, false),
+        ("rbac.authorization.k8s.io", "RoleBinding") => rbac_validation::validate_binding(object, true),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => rbac_validation::validate_binding(object, false),
         _ => Vec::new(),
     }
 }
@@ -288,6 +292,9 @@ fn validate_kind_update_last(
         ("", "Pod") => pod_validation::validate_pod_update(old, new),
         // The apps/v1 strategies refuse a new selector (only extensions/v1beta1 allowed one).
         ("apps", "Deployment" | "ReplicaSet") => apps_validation::validate_selector_update(old, new),
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
+            rbac_validation::validate_binding_update(old, new)
+        }
         _ => Vec::new(),
     }
 }

@@ -1,0 +1,254 @@
+//! `--authorization-mode RBAC` as kubectl sees it: `auth can-i` over the default roles,
+//! `auth whoami`, impersonation with `--as`, kube's 403 messages, and a table of requests that
+//! try to get round authorization (other paths to the same objects, watches, subresources,
+//! impersonation headers). Users come from a token file; its first token, `admin`'s (in
+//! `system:masters`), is the kubeconfig's.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::on_both_backends;
+use crate::support::{Backend, Kubectl, Server};
+
+on_both_backends!(kubectl_sees_the_default_roles_and_bindings);
+
+const TOKENS: &str = "admin-token,admin,1,system:masters\nalice-token,alice,2\nbob-token,bob,3\ncarol-token,carol,4\n";
+
+async fn start(name: &str, backend: Backend) -> (Server, tempfile::TempDir) {
+    let files = tempfile::tempdir().unwrap();
+    let tokens = files.path().join("tokens.csv");
+    std::fs::write(&tokens, TOKENS).unwrap();
+    let tokens = tokens.display().to_string();
+    let server =
+        Server::start(name, backend, &["--authorization-mode", "RBAC", "--tls-generate", "--token-auth-file", &tokens])
+            .await;
+    (server, files)
+}
+
+/// `kubectl auth can-i` as it answers: yes or no.
+async fn can_i(k: &Kubectl, args: &[&str]) -> bool {
+    let mut all = vec!["auth", "can-i"];
+    all.extend_from_slice(args);
+    let out = k.run(&all).await;
+    match out.stdout.trim() {
+        "yes" => true,
+        "no" => false,
+        _ => panic!("kubectl auth can-i {args:?}: {out:?}"),
+    }
+}
+
+/// Waits until `kubectl auth can-i args` says yes: a binding applies once the RBAC caches
+/// have it (as kube's informers do), not necessarily at once.
+async fn await_yes(k: &Kubectl, args: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !can_i(k, args).await {
+        assert!(Instant::now() < deadline, "never allowed: {args:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn kubectl_sees_the_default_roles_and_bindings(backend: Backend) {
+    let (server, _files) = start("rbac-matrix", backend).await;
+    let k = server.kubectl();
+    // The admin (system:masters) may do anything, and is who kubectl says it is.
+    assert!(can_i(&k, &["*", "*", "--all-namespaces"]).await);
+    let whoami = k.run(&["auth", "whoami", "-o", "json"]).await.ok();
+    let whoami: Value = serde_json::from_str(&whoami).unwrap();
+    assert_eq!(whoami["status"]["userInfo"]["username"], "admin");
+    assert_eq!(whoami["status"]["userInfo"]["groups"], json!(["system:masters", "system:authenticated"]));
+    // kube's default roles are there, aggregated.
+    let roles = k.run(&["get", "clusterroles", "-o", "name"]).await.ok();
+    for role in ["admin", "edit", "view", "cluster-admin", "system:discovery", "system:basic-user"] {
+        assert!(roles.lines().any(|l| l == format!("clusterrole.rbac.authorization.k8s.io/{role}")), "{role}: {roles}");
+    }
+
+    k.run(&["create", "namespace", "team"]).await.ok();
+    k.run(&["create", "rolebinding", "alice-edits", "--clusterrole=edit", "--user=alice", "-n", "team"]).await.ok();
+    k.run(&["create", "rolebinding", "carol-admins", "--clusterrole=admin", "--user=carol", "-n", "team"]).await.ok();
+    k.run(&["create", "clusterrolebinding", "bob-views", "--clusterrole=view", "--user=bob"]).await.ok();
+    await_yes(&k, &["create", "deployments", "-n", "team", "--as", "alice"]).await;
+    await_yes(&k, &["create", "roles", "-n", "team", "--as", "carol"]).await;
+    await_yes(&k, &["list", "pods", "-n", "default", "--as", "bob"]).await;
+
+    // (who, verb, resource, namespace, allowed), each as a real cluster answers it.
+    let matrix: &[(&str, &str, &str, &str, bool)] = &[
+        ("alice", "create", "deployments.apps", "team", true),
+        ("alice", "delete", "configmaps", "team", true),
+        ("alice", "get", "secrets", "team", true),
+        ("alice", "get", "pods/log", "team", true),
+        ("alice", "update", "deployments/scale", "team", true),
+        ("alice", "create", "roles", "team", false),
+        ("alice", "create", "rolebindings", "team", false),
+        ("alice", "list", "pods", "default", false),
+        ("alice", "list", "nodes", "", false),
+        ("alice", "impersonate", "serviceaccounts", "team", true),
+        ("bob", "list", "pods", "team", true),
+        ("bob", "watch", "deployments.apps", "kube-system", true),
+        ("bob", "get", "pods/log", "default", true),
+        ("bob", "get", "secrets", "default", false),
+        ("bob", "create", "configmaps", "default", false),
+        ("bob", "list", "nodes", "", false),
+        ("bob", "list", "clusterroles", "", false),
+        ("carol", "create", "roles", "team", true),
+        ("carol", "delete", "rolebindings", "team", true),
+        ("carol", "list", "secrets", "team", true),
+        ("carol", "list", "pods", "default", false),
+        ("dave", "list", "pods", "default", false),
+        ("dave", "create", "selfsubjectaccessreviews.authorization.k8s.io", "", true),
+        ("admin", "delete", "nodes", "", true),
+    ];
+    let mut wrong = Vec::new();
+    for (who, verb, resource, namespace, allowed) in matrix {
+        let mut args = vec![*verb, *resource, "--as", who];
+        if !namespace.is_empty() {
+            args.extend(["-n", namespace]);
+        }
+        if can_i(&k, &args).await != *allowed {
+            wrong.push(format!("{who} {verb} {resource} in {namespace:?}: expected {allowed}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+
+    // What kubectl prints when refused, on a list and on a watch.
+    let refused = k.run(&["get", "pods", "-n", "default", "--as", "alice"]).await;
+    assert!(!refused.success);
+    assert!(
+        refused.stderr.contains(r#"Error from server (Forbidden): pods is forbidden: User "alice" cannot list resource "pods" in API group "" in the namespace "default""#),
+        "{refused:?}"
+    );
+    let refused = k.run(&["get", "configmaps", "-n", "default", "--watch", "--as", "bob"]).await;
+    assert!(!refused.success, "{refused:?}");
+    assert!(
+        refused.stderr.contains(r#"cannot watch resource "configmaps""#)
+            || refused.stderr.contains("cannot list resource \"configmaps\""),
+        "{refused:?}"
+    );
+    // `--list` shows what the role grants.
+    let list = k.run(&["auth", "can-i", "--list", "-n", "team", "--as", "alice"]).await.ok();
+    assert!(list.lines().any(|l| l.starts_with("deployments.apps ")), "{list}");
+    assert!(list.lines().any(|l| l.starts_with("selfsubjectaccessreviews.authorization.k8s.io ")), "{list}");
+    // Impersonating a group too.
+    let whoami = k.run(&["auth", "whoami", "--as", "eve", "--as-group", "devs", "-o", "json"]).await.ok();
+    let whoami: Value = serde_json::from_str(&whoami).unwrap();
+    assert_eq!(whoami["status"]["userInfo"], json!({"username": "eve", "groups": ["devs", "system:authenticated"]}));
+}
+
+/// A raw request as the token's user: status and JSON body.
+async fn request(
+    server: &Server,
+    method: reqwest::Method,
+    path: &str,
+    token: &str,
+    headers: &[(&str, &str)],
+) -> (u16, Value) {
+    let mut request = server.http.request(method, server.api(path)).bearer_auth(token);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    if path.contains("reviews") {
+        request = request.json(&json!({"spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}}}));
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_request_gets_round_authorization() {
+    let (server, _files) = start("rbac-bypass", Backend::Memory).await;
+    let k = server.kubectl();
+    k.run(&["create", "configmap", "secret-ish", "-n", "default"]).await.ok();
+    k.run(&["create", "namespace", "team"]).await.ok();
+    k.run(&["create", "rolebinding", "alice-reads-team", "--clusterrole=view", "--user=alice", "-n", "team"])
+        .await
+        .ok();
+    await_yes(&k, &["list", "configmaps", "-n", "team", "--as", "alice"]).await;
+
+    use reqwest::Method;
+    let forbidden = |verb: &str, resource: &str, name: &str, namespace: &str| {
+        let name_part = if name.is_empty() { String::new() } else { format!("{name:?} ") };
+        let scope = if namespace.is_empty() {
+            "at the cluster scope".to_string()
+        } else {
+            format!("in the namespace {namespace:?}")
+        };
+        let group_resource = resource.split('/').next().unwrap();
+        format!(
+            r#"{group_resource} {name_part}is forbidden: User "alice" cannot {verb} resource {resource:?} in API group "" {scope}"#
+        )
+    };
+    // (method, path, headers, the 403 message; empty when any refusal but 200/201 will do)
+    let cases: Vec<(Method, &str, Vec<(&str, &str)>, String)> = vec![
+        (Method::GET, "/api/v1/namespaces/default/configmaps", vec![], forbidden("list", "configmaps", "", "default")),
+        (Method::GET, "/api/v1/namespaces/default/configmaps/secret-ish", vec![], forbidden("get", "configmaps", "secret-ish", "default")),
+        (Method::GET, "/api/v1/namespaces/default/configmaps?watch=1", vec![], forbidden("watch", "configmaps", "", "default")),
+        (Method::GET, "/api/v1/watch/namespaces/default/configmaps", vec![], forbidden("watch", "configmaps", "", "default")),
+        (Method::GET, "/api/v1/watch/namespaces/default/configmaps/secret-ish", vec![], forbidden("watch", "configmaps", "secret-ish", "default")),
+        (Method::GET, "/api/v1/configmaps", vec![], forbidden("list", "configmaps", "", "")),
+        (Method::DELETE, "/api/v1/namespaces/team/configmaps", vec![], forbidden("deletecollection", "configmaps", "", "team")),
+        (Method::PATCH, "/api/v1/namespaces/team/pods/p/status", vec![], forbidden("patch", "pods/status", "p", "team")),
+        (Method::GET, "/api/v1/namespaces/team/pods/p/log", vec![], String::new()),
+        (Method::GET, "/api/v1/namespaces/team/secrets", vec![], forbidden("list", "secrets", "", "team")),
+        (Method::GET, "/api/v1/namespaces/team/../default/configmaps", vec![], String::new()),
+        (Method::GET, "/api/v1/namespaces/default%2fconfigmaps", vec![], String::new()),
+        (Method::GET, "//api/v1/namespaces/default/configmaps", vec![], String::new()),
+        (Method::GET, "/api/v1/namespaces/default/configmaps/", vec![], String::new()),
+        (Method::GET, "/api/v1/nodes", vec![], forbidden("list", "nodes", "", "")),
+        (Method::GET, "/metrics", vec![], r#"forbidden: User "alice" cannot get path "/metrics""#.to_string()),
+        (Method::GET, "/debug/listwatch/stores", vec![], r#"forbidden: User "alice" cannot get path "/debug/listwatch/stores""#.to_string()),
+        (Method::GET, "/api/v1/namespaces/default/configmaps", vec![("Impersonate-User", "admin")], r#"users "admin" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope"#.to_string()),
+        (Method::GET, "/api/v1/namespaces/default/configmaps", vec![("Impersonate-User", "alice"), ("Impersonate-Group", "system:masters")], r#"users "alice" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope"#.to_string()),
+        (Method::GET, "/api/v1/namespaces/default/configmaps", vec![("Impersonate-Group", "system:masters")], String::new()),
+        (Method::GET, "/api/v1/namespaces/default/configmaps", vec![("Impersonate-User", "system:serviceaccount:kube-system:default")], r#"serviceaccounts "default" is forbidden: User "alice" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "kube-system""#.to_string()),
+        (Method::POST, "/apis/authorization.k8s.io/v1/subjectaccessreviews", vec![], r#"subjectaccessreviews.authorization.k8s.io is forbidden: User "alice" cannot create resource "subjectaccessreviews" in API group "authorization.k8s.io" at the cluster scope"#.to_string()),
+        (Method::POST, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", vec![], r#"clusterrolebindings.rbac.authorization.k8s.io is forbidden: User "alice" cannot create resource "clusterrolebindings" in API group "rbac.authorization.k8s.io" at the cluster scope"#.to_string()),
+    ];
+    let mut wrong = Vec::new();
+    for (method, path, headers, message) in &cases {
+        let (status, body) = request(&server, method.clone(), path, "alice-token", headers).await;
+        let refused = !(200..300).contains(&status);
+        let right = if message.is_empty() {
+            refused
+        } else {
+            status == 403 && body["reason"] == "Forbidden" && body["message"] == message.as_str()
+        };
+        if !right {
+            wrong.push(format!("{method} {path} {headers:?}: {status} {body}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    // A selector cannot reach into another namespace: a list of none.
+    let (status, body) = request(
+        &server,
+        Method::GET,
+        "/api/v1/namespaces/team/configmaps?fieldSelector=metadata.namespace%3Ddefault",
+        "alice-token",
+        &[],
+    )
+    .await;
+    assert_eq!((status, body["items"].as_array().map(Vec::len)), (200, Some(0)), "{body}");
+    // Groups without a user: kube's 400.
+    let (status, body) = request(&server, Method::GET, "/api", "alice-token", &[("Impersonate-Group", "devs")]).await;
+    assert_eq!((status, body["reason"].as_str()), (400, Some("BadRequest")), "{body}");
+    // What alice may read she reads; the admin may impersonate her and gets her answers.
+    assert_eq!(request(&server, Method::GET, "/api/v1/namespaces/team/configmaps", "alice-token", &[]).await.0, 200);
+    let (status, body) = request(
+        &server,
+        Method::GET,
+        "/api/v1/namespaces/default/configmaps",
+        "admin-token",
+        &[("Impersonate-User", "alice")],
+    )
+    .await;
+    assert_eq!(
+        (status, body["message"].as_str()),
+        (403, Some(forbidden("list", "configmaps", "", "default").as_str()))
+    );
+    // An access review answers for the asker.
+    let (status, body) =
+        request(&server, Method::POST, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "alice-token", &[])
+            .await;
+    assert_eq!((status, &body["status"]), (201, &json!({"allowed": false})), "{body}");
+}
