@@ -7,9 +7,9 @@ v1.RestartPolicy`).
 
 Usage: go_types.py API_DIR APIMACHINERY_DIR > crates/proto/src/go_types.rs
 
-API_DIR holds k8s.io/api's core/v1, apps/v1 and coordination/v1 types.go; APIMACHINERY_DIR
-holds k8s.io/apimachinery's pkg/apis/meta/v1/types.go and pkg/types (both at the release the
-server follows, v0.32.x).
+API_DIR holds k8s.io/api's core/v1, apps/v1, coordination/v1, authentication/v1,
+authorization/v1 and rbac/v1 types.go; APIMACHINERY_DIR holds k8s.io/apimachinery's
+pkg/apis/meta/v1/types.go and pkg/types (both at the release the server follows, v0.32.x).
 """
 
 import os
@@ -63,6 +63,9 @@ PATHS = {
     "k8s.io/api/core/v1": "core",
     "k8s.io/api/apps/v1": "apps",
     "k8s.io/api/coordination/v1": "coordination",
+    "k8s.io/api/authentication/v1": "authentication",
+    "k8s.io/api/authorization/v1": "authorization",
+    "k8s.io/api/rbac/v1": "rbac",
     "k8s.io/apimachinery/pkg/apis/meta/v1": "meta",
     "k8s.io/apimachinery/pkg/types": "types",
 }
@@ -135,6 +138,11 @@ def main():
         ("k8s.io/api/apps/v1", "v1", "k8s.io.api.apps.v1", [os.path.join(api, "apps/v1/types.go")]),
         ("k8s.io/api/coordination/v1", "v1", "k8s.io.api.coordination.v1",
          [os.path.join(api, "coordination/v1/types.go")]),
+        ("k8s.io/api/authentication/v1", "v1", "k8s.io.api.authentication.v1",
+         [os.path.join(api, "authentication/v1/types.go")]),
+        ("k8s.io/api/authorization/v1", "v1", "k8s.io.api.authorization.v1",
+         [os.path.join(api, "authorization/v1/types.go")]),
+        ("k8s.io/api/rbac/v1", "v1", "k8s.io.api.rbac.v1", [os.path.join(api, "rbac/v1/types.go")]),
         ("k8s.io/apimachinery/pkg/apis/meta/v1", "v1", "k8s.io.apimachinery.pkg.apis.meta.v1",
          [os.path.join(machinery, "pkg/apis/meta/v1/types.go")]),
         ("k8s.io/apimachinery/pkg/types", "types", None,

@@ -12,7 +12,11 @@
 //! * message: present whenever it is on the wire (Go writes value structs always and pointer
 //!   structs when set, and encoding/json never omits a struct), `Time`/`MicroTime` that are
 //!   on the wire but empty (Go's zero time) as `null`;
-//! * repeated and map: present when not empty (lists' `items` always, as `[]` when empty);
+//! * repeated and map: present when not empty (lists' `items`, marked `ALWAYS`, always, as
+//!   `[]` when empty);
+//! * nil-able field without `omitempty` (`ALWAYS_OR_NULL`: a slice, map or pointer): always
+//!   present, `null` when not on the wire (Go leaves it nil), else as above (a scalar pointer's
+//!   zero value included);
 //! * `INLINE`: the embedded message's fields merged into this object.
 //!
 //! Fields on the wire that the message does not define are collected as paths
@@ -54,11 +58,15 @@ pub(crate) fn decode_fields(
                 ValueType::Scalar(scalar) if present => {
                     let json = scalar_json(scalar, &dynamic.get_field(&field.descriptor), &path)?;
                     match field.go {
-                        GoJson::Pointer | GoJson::Always => Some(json),
+                        GoJson::Pointer | GoJson::Always | GoJson::AlwaysOrNull => Some(json),
                         _ => (!is_zero(&json)).then_some(json),
                     }
                 }
-                ValueType::Scalar(scalar) => (field.go == GoJson::Always).then(|| zero_json(scalar)),
+                ValueType::Scalar(scalar) => match field.go {
+                    GoJson::Always => Some(zero_json(scalar)),
+                    GoJson::AlwaysOrNull => Some(Value::Null),
+                    _ => None,
+                },
                 ValueType::Message(inner) if present => Some(value_json(
                     schema,
                     ValueType::Message(inner),
@@ -66,13 +74,17 @@ pub(crate) fn decode_fields(
                     &path,
                     unknown,
                 )?),
-                ValueType::Message(_) => None,
+                ValueType::Message(_) => (field.go == GoJson::AlwaysOrNull).then_some(Value::Null),
             },
             Cardinality::Repeated => {
                 let value = dynamic.get_field(&field.descriptor);
                 let items = value.as_list().unwrap_or_default();
                 if items.is_empty() {
-                    (field.go == GoJson::Always).then(|| Value::Array(Vec::new()))
+                    match field.go {
+                        GoJson::Always => Some(Value::Array(Vec::new())),
+                        GoJson::AlwaysOrNull => Some(Value::Null),
+                        _ => None,
+                    }
                 } else {
                     let mut array = Vec::with_capacity(items.len());
                     for (i, item) in items.iter().enumerate() {
@@ -96,7 +108,7 @@ pub(crate) fn decode_fields(
                         }
                         Some(Value::Object(object))
                     }
-                    _ => None,
+                    _ => (field.go == GoJson::AlwaysOrNull).then_some(Value::Null),
                 }
             }
         };
@@ -167,6 +179,16 @@ fn special_json(special: Special, dynamic: &DynamicMessage, path: &Path<'_>) -> 
             }
             _ => Value::Null,
         },
+        // Go fills a map's ExtraValue from `&ExtraValue{}`, so an entry without items is `[]`.
+        Special::StringList => {
+            let items = number(1);
+            let items = items.as_deref().and_then(ProtoValue::as_list).unwrap_or_default();
+            let mut array = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                array.push(scalar_json(Scalar::String, item, &path.index(i))?);
+            }
+            Value::Array(array)
+        }
     })
 }
 

@@ -1,13 +1,13 @@
 //! JSON object → the kind's protobuf message bytes, driven by the descriptors.
 //!
-//! The JSON is Kubernetes JSON, not proto3 JSON: keys are the proto field names; `Time`,
-//! `MicroTime`, `Quantity`, `IntOrString`, `RawExtension` and `FieldsV1` have their own JSON
-//! forms (see [`crate::schema::Special`]); `bytes` are standard base64; maps are objects;
-//! `json:",inline"` fields take their keys from the enclosing object. Absent and `null`
-//! values are not written, except a `null` time, which is Go's zero time and is written as
-//! an empty message as Go writes it. Keys the schema does not know (including top-level `apiVersion`
-//! and `kind`, which the envelope carries) are skipped here; [`crate::check_json_fields`]
-//! reports them.
+//! The JSON is Kubernetes JSON, not proto3 JSON: keys are the proto field names (or their
+//! `json_name`); `Time`, `MicroTime`, `Quantity`, `IntOrString`, `RawExtension`, `FieldsV1` and
+//! `ExtraValue` have their own JSON forms (see [`crate::schema::Special`]); `bytes` are
+//! standard base64; maps are objects; `json:",inline"` fields take their keys from the
+//! enclosing object. Absent and `null` values are not written, except a `null` time, which is
+//! Go's zero time and is written as an empty message as Go writes it. Keys the schema does not
+//! know (including top-level `apiVersion` and `kind`, which the envelope carries) are skipped
+//! here; [`crate::check_json_fields`] reports them.
 //!
 //! Byte order follows Go's generated marshallers: fields by ascending number, map entries by
 //! ascending key, every map entry with both key and value, `IntOrString` and `Time` with all
@@ -162,6 +162,16 @@ fn encode_special(special: Special, value: &Value, path: &Path<'_>, out: &mut Ve
                 ));
             }
             put_bytes(out, 1, &raw);
+        }
+        Special::StringList => {
+            let items = value.as_array().ok_or_else(|| invalid(path, "expected an array"))?;
+            for (i, item) in items.iter().enumerate() {
+                let path = path.index(i);
+                if item.is_null() {
+                    return Err(invalid(&path, "null is not allowed in this array"));
+                }
+                encode_scalar(1, Scalar::String, item, &path, out)?;
+            }
         }
     }
     Ok(())

@@ -163,6 +163,15 @@ impl Decoder<'_> {
                 Ok(())
             }
             ValueType::Message(message) => match (self.schema.messages[message].special, value) {
+                // ExtraValue is a plain `[]string` to Go: no UnmarshalJSON, errors are kept.
+                (Some(Special::StringList), Value::Array(items)) => {
+                    items.iter().try_for_each(|item| self.value(ValueType::Scalar(Scalar::String), None, item))
+                }
+                (Some(Special::StringList), value) => {
+                    let go_type = named.map_or_else(|| value_go_type(self.schema, value_type), str::to_owned);
+                    self.save_type_error(json_kind(value), &go_type);
+                    Ok(())
+                }
                 (Some(special), value) => special_error(special, value).map_or(Ok(()), |e| Err(Stop(e))),
                 (None, Value::Object(object)) => self.object(message, object),
                 (None, value) => {
@@ -234,6 +243,8 @@ pub(crate) fn special_error(special: Special, value: &Value) -> Option<String> {
         }
         (Special::IntOrString, value) => Some(std_type_error("int32", json_kind(value))),
         (Special::RawExtension | Special::FieldsV1, _) => None,
+        // Decoded as a plain `[]string` (see `Decoder::value`, `go_unstructured::element`).
+        (Special::StringList, _) => None,
     }
 }
 
@@ -339,6 +350,25 @@ mod tests {
                 json!({"spec": {"finalizers": [true]}}),
                 "json: cannot unmarshal bool into Go struct field NamespaceSpec.spec.finalizers of type v1.FinalizerName",
             ),
+            // ExtraValue is a `[]string` to Go (a message on the wire); `uid` is the proto's `uID`.
+            (
+                "authorization.k8s.io",
+                "SubjectAccessReview",
+                json!({"spec": {"extra": {"k": "a"}}}),
+                "json: cannot unmarshal string into Go struct field SubjectAccessReviewSpec.spec.extra of type v1.ExtraValue",
+            ),
+            (
+                "authentication.k8s.io",
+                "TokenReview",
+                json!({"status": {"user": {"extra": {"k": ["a", 1]}}}}),
+                "json: cannot unmarshal number into Go struct field UserInfo.status.user.extra of type string",
+            ),
+            (
+                "authentication.k8s.io",
+                "TokenRequest",
+                json!({"spec": {"boundObjectRef": {"uid": 1}}}),
+                "json: cannot unmarshal number into Go struct field BoundObjectReference.spec.boundObjectRef.uid of type types.UID",
+            ),
             // An UnmarshalJSON error ends the decoding and wins over a kept type error.
             (
                 "",
@@ -360,5 +390,7 @@ mod tests {
         });
         assert_eq!(error("", "Pod", pod), None);
         assert_eq!(error("", "Secret", json!({"data": {"k": "dg=="}, "type": "Opaque"})), None);
+        let review = json!({"spec": {"extra": {"a": ["x", null], "b": null, "c": []}, "groups": null}});
+        assert_eq!(error("authorization.k8s.io", "SubjectAccessReview", review), None);
     }
 }

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::go_decode::{scalar_go_type, special_error};
 use crate::go_types::NAMED_GO_TYPES;
 use crate::go_values::base64_error;
-use crate::schema::{Cardinality, GoJson, Scalar, Schema, ValueType};
+use crate::schema::{Cardinality, GoJson, Scalar, Schema, Special, ValueType};
 
 /// `reflect.Kind` of a value in the unstructured map.
 fn kind(value: &Value) -> &'static str {
@@ -97,6 +97,11 @@ fn element(schema: &Schema, value_type: ValueType, named: Option<&str>, value: &
     match value_type {
         ValueType::Scalar(s) => scalar(s, named.unwrap_or(scalar_go_type(s)), value),
         ValueType::Message(message) => match (schema.messages[message].special, value) {
+            // ExtraValue is a plain `[]string` to Go.
+            (Some(Special::StringList), Value::Array(items)) => {
+                items.iter().try_for_each(|item| element(schema, ValueType::Scalar(Scalar::String), None, item))
+            }
+            (Some(Special::StringList), other) => Err(format!("cannot restore slice from {}", kind(other))),
             (Some(special), value) => special_error(special, value).map_or(Ok(()), Err),
             (None, Value::Object(object)) => fields(schema, message, object),
             (None, other) => Err(format!("cannot restore struct from: {}", kind(other))),
@@ -164,6 +169,18 @@ mod tests {
             ("", "Pod", json!({"spec": {"containers": {}}}), "cannot restore slice from map"),
             ("", "Pod", json!({"spec": {"restartPolicy": 1}}), "cannot convert int64 to v1.RestartPolicy"),
             ("", "Secret", json!({"data": {"k": "!!"}}), "illegal base64 data at input byte 0"),
+            (
+                "authorization.k8s.io",
+                "SubjectAccessReview",
+                json!({"spec": {"extra": {"k": "a"}}}),
+                "cannot restore slice from string",
+            ),
+            (
+                "authorization.k8s.io",
+                "SubjectAccessReview",
+                json!({"spec": {"extra": {"k": [1]}}}),
+                "cannot convert int64 to string",
+            ),
         ];
         for (group, kind, object, message) in cases {
             assert_eq!(error(group, kind, object.clone()).as_deref(), Some(message), "{object}");
@@ -171,5 +188,9 @@ mod tests {
         // The converter does not check ranges or types the JSON decoder would refuse.
         assert_eq!(error("apps", "Deployment", json!({"spec": {"replicas": 3_000_000_000_i64}})), None);
         assert_eq!(error("apps", "Deployment", json!({"spec": {"replicas": 2.0}})), None);
+        assert_eq!(
+            error("authorization.k8s.io", "SubjectAccessReview", json!({"spec": {"extra": {"k": ["a", null]}}})),
+            None
+        );
     }
 }

@@ -32,6 +32,7 @@ pub(crate) enum GoJson {
     Pointer,
     Always,
     Inline,
+    AlwaysOrNull,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,10 +87,14 @@ pub(crate) enum Special {
     RawExtension,
     /// metav1.FieldsV1: embedded JSON (the managed-fields trie), held as its bytes.
     FieldsV1,
+    /// A named `[]string` that the proto wraps in a message of one `repeated string items = 1`
+    /// (authentication's and authorization's `ExtraValue`): the array of strings itself.
+    StringList,
 }
 
 pub(crate) struct FieldPlan {
-    /// The proto field name, which is the JSON key in Kubernetes protos.
+    /// The JSON key: the proto field name in Kubernetes protos, except where a `json_name`
+    /// option says otherwise (authentication's `BoundObjectReference.uID` is `uid` in JSON).
     pub(crate) name: String,
     pub(crate) number: u32,
     pub(crate) go: GoJson,
@@ -175,6 +180,7 @@ impl Schema {
                                 Some(1) => GoJson::Pointer,
                                 Some(2) => GoJson::Always,
                                 Some(3) => GoJson::Inline,
+                                Some(4) => GoJson::AlwaysOrNull,
                                 _ => GoJson::OmitEmpty,
                             }
                         } else {
@@ -189,7 +195,7 @@ impl Schema {
                             kind => (value_type(&kind), Cardinality::Single),
                         };
                         FieldPlan {
-                            name: field.name().to_owned(),
+                            name: field.json_name().to_owned(),
                             number: field.number(),
                             go,
                             value,
@@ -256,6 +262,7 @@ fn special_for(full_name: &str) -> Option<Special> {
         ("k8s.io.apimachinery.pkg.api.resource", "Quantity") => Some(Special::Quantity),
         ("k8s.io.apimachinery.pkg.util.intstr", "IntOrString") => Some(Special::IntOrString),
         (RUNTIME, "RawExtension") => Some(Special::RawExtension),
+        ("k8s.io.api.authentication.v1" | "k8s.io.api.authorization.v1", "ExtraValue") => Some(Special::StringList),
         _ => None,
     }
 }

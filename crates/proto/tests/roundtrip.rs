@@ -576,3 +576,350 @@ fn status_object() {
         }"#,
     );
 }
+
+#[test]
+fn self_subject_access_review_with_resource_attributes() {
+    // What kube-apiserver answers to `kubectl auth can-i list deployments.apps/scale -n default`
+    // with selectors: metadata as the client sent it, `allowed` written even when false.
+    round_trip(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        r#"{
+          "kind": "SelfSubjectAccessReview",
+          "apiVersion": "authorization.k8s.io/v1",
+          "metadata": {"creationTimestamp": null},
+          "spec": {
+            "resourceAttributes": {
+              "namespace": "default",
+              "verb": "list",
+              "group": "apps",
+              "version": "v1",
+              "resource": "deployments",
+              "subresource": "scale",
+              "name": "web",
+              "fieldSelector": {"requirements": [{"key": "spec.nodeName", "operator": "In", "values": ["node-1"]}]},
+              "labelSelector": {
+                "rawSelector": "app=web",
+                "requirements": [{"key": "tier", "operator": "Exists"}]
+              }
+            }
+          },
+          "status": {"allowed": false, "reason": "no RBAC policy matched"}
+        }"#,
+    );
+    round_trip(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        r#"{
+          "kind": "SelfSubjectAccessReview",
+          "apiVersion": "authorization.k8s.io/v1",
+          "metadata": {"creationTimestamp": null},
+          "spec": {"nonResourceAttributes": {"path": "/healthz", "verb": "get"}},
+          "status": {"allowed": true}
+        }"#,
+    );
+}
+
+#[test]
+fn subject_access_review_with_extra() {
+    // Extra values are plain string arrays in JSON (ExtraValue is a message on the wire), map
+    // keys sorted; an empty one stays `[]`. Status: Go order (denied before reason).
+    round_trip(
+        "authorization.k8s.io",
+        "v1",
+        "SubjectAccessReview",
+        r#"{
+          "kind": "SubjectAccessReview",
+          "apiVersion": "authorization.k8s.io/v1",
+          "metadata": {"creationTimestamp": null},
+          "spec": {
+            "resourceAttributes": {"namespace": "prod", "verb": "delete", "resource": "secrets", "name": "db"},
+            "user": "alice",
+            "groups": ["devs", "system:authenticated"],
+            "extra": {
+              "authentication.kubernetes.io/credential-id": ["X509SHA256=0a1b"],
+              "none": [],
+              "scopes": ["read", "write"]
+            },
+            "uid": "5e2c7b9a-0000-4000-8000-000000000001"
+          },
+          "status": {
+            "allowed": false,
+            "denied": true,
+            "reason": "denied by policy",
+            "evaluationError": "webhook timed out"
+          }
+        }"#,
+    );
+    round_trip(
+        "authorization.k8s.io",
+        "v1",
+        "LocalSubjectAccessReview",
+        r#"{
+          "kind": "LocalSubjectAccessReview",
+          "apiVersion": "authorization.k8s.io/v1",
+          "metadata": {"namespace": "prod", "creationTimestamp": null},
+          "spec": {"resourceAttributes": {"namespace": "prod", "verb": "get", "resource": "pods"}, "user": "bob"},
+          "status": {"allowed": true}
+        }"#,
+    );
+}
+
+#[test]
+fn self_subject_rules_review_with_status_rules() {
+    round_trip(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        r#"{
+          "kind": "SelfSubjectRulesReview",
+          "apiVersion": "authorization.k8s.io/v1",
+          "metadata": {"creationTimestamp": null},
+          "spec": {"namespace": "default"},
+          "status": {
+            "resourceRules": [
+              {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]},
+              {"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["pods", "pods/log"], "resourceNames": ["web-0"]}
+            ],
+            "nonResourceRules": [
+              {"verbs": ["get"], "nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"]}
+            ],
+            "incomplete": false
+          }
+        }"#,
+    );
+    // Slices without omitempty: nil is `null`, which is what a protobuf status with no rules
+    // decodes to in Go; `incomplete` is always written.
+    round_trip(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        r#"{
+          "kind": "SelfSubjectRulesReview",
+          "apiVersion": "authorization.k8s.io/v1",
+          "metadata": {"creationTimestamp": null},
+          "spec": {},
+          "status": {
+            "resourceRules": [{"verbs": null, "resources": ["*"]}],
+            "nonResourceRules": null,
+            "incomplete": true,
+            "evaluationError": "no rules resolver for this authorizer"
+          }
+        }"#,
+    );
+}
+
+#[test]
+fn cluster_role_with_an_aggregation_rule() {
+    // As created: the aggregation controller has not filled in the rules yet, and `rules` has
+    // no omitempty, so kube-apiserver serves `"rules": null`.
+    round_trip(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        r#"{
+          "kind": "ClusterRole",
+          "apiVersion": "rbac.authorization.k8s.io/v1",
+          "metadata": {
+            "name": "monitoring",
+            "uid": "3c0e3a52-1111-4222-8333-444455556666",
+            "resourceVersion": "812",
+            "creationTimestamp": "2024-03-04T05:06:07Z",
+            "labels": {"app.kubernetes.io/part-of": "monitoring"}
+          },
+          "rules": null,
+          "aggregationRule": {
+            "clusterRoleSelectors": [
+              {"matchLabels": {"rbac.example.com/aggregate-to-monitoring": "true"}},
+              {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["ops", "sre"]}]}
+            ]
+          }
+        }"#,
+    );
+    round_trip(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        r#"{
+          "kind": "ClusterRole",
+          "apiVersion": "rbac.authorization.k8s.io/v1",
+          "metadata": {
+            "name": "view",
+            "creationTimestamp": "2024-03-04T05:06:07Z",
+            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}
+          },
+          "rules": [
+            {"verbs": ["get", "list", "watch"], "apiGroups": ["", "apps"], "resources": ["pods", "deployments"]},
+            {"verbs": ["get"], "nonResourceURLs": ["/metrics"]}
+          ],
+          "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}}]}
+        }"#,
+    );
+}
+
+#[test]
+fn role_binding_with_subjects() {
+    round_trip(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        r#"{
+          "kind": "RoleBinding",
+          "apiVersion": "rbac.authorization.k8s.io/v1",
+          "metadata": {
+            "name": "read-pods",
+            "namespace": "default",
+            "uid": "9f1d2c3b-aaaa-4bbb-8ccc-dddddddddddd",
+            "resourceVersion": "1024",
+            "creationTimestamp": "2024-03-04T05:06:07Z"
+          },
+          "subjects": [
+            {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "jane"},
+            {"kind": "ServiceAccount", "name": "builder", "namespace": "ci"},
+            {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "system:serviceaccounts:ci"}
+          ],
+          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"}
+        }"#,
+    );
+    // roleRef's fields and a subject's kind and name have no omitempty.
+    round_trip(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        r#"{
+          "kind": "ClusterRoleBinding",
+          "apiVersion": "rbac.authorization.k8s.io/v1",
+          "metadata": {"name": "nobody", "creationTimestamp": null},
+          "subjects": [{"kind": "", "name": ""}],
+          "roleRef": {"apiGroup": "", "kind": "", "name": ""}
+        }"#,
+    );
+}
+
+#[test]
+fn rbac_roles_and_lists() {
+    round_trip(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "Role",
+        r#"{
+          "kind": "Role",
+          "apiVersion": "rbac.authorization.k8s.io/v1",
+          "metadata": {"name": "pod-reader", "namespace": "default", "creationTimestamp": "2024-03-04T05:06:07Z"},
+          "rules": [{"verbs": ["get", "watch", "list"], "apiGroups": [""], "resources": ["pods"]}]
+        }"#,
+    );
+    round_trip(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleList",
+        r#"{
+          "kind": "RoleList",
+          "apiVersion": "rbac.authorization.k8s.io/v1",
+          "metadata": {"resourceVersion": "3000"},
+          "items": [{"metadata": {"name": "empty", "namespace": "default", "creationTimestamp": null}, "rules": null}]
+        }"#,
+    );
+    for kind in ["ClusterRoleList", "ClusterRoleBindingList", "RoleBindingList"] {
+        round_trip(
+            "rbac.authorization.k8s.io",
+            "v1",
+            kind,
+            &format!(
+                r#"{{"kind": "{kind}", "apiVersion": "rbac.authorization.k8s.io/v1", "metadata": {{"resourceVersion": "1"}}, "items": []}}"#
+            ),
+        );
+    }
+}
+
+#[test]
+fn token_review_status_with_user_info() {
+    round_trip(
+        "authentication.k8s.io",
+        "v1",
+        "TokenReview",
+        r#"{
+          "kind": "TokenReview",
+          "apiVersion": "authentication.k8s.io/v1",
+          "metadata": {"creationTimestamp": null},
+          "spec": {"token": "eyJhbGciOiJSUzI1NiJ9.e30.c2ln", "audiences": ["https://kubernetes.default.svc.cluster.local"]},
+          "status": {
+            "authenticated": true,
+            "user": {
+              "username": "system:serviceaccount:default:builder",
+              "uid": "0f6c2a9e-1234-4abc-9def-00112233aabb",
+              "groups": ["system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"],
+              "extra": {
+                "authentication.kubernetes.io/credential-id": ["JTI=7d9c0e1f-2a3b-4c5d-8e6f-708192a3b4c5"],
+                "authentication.kubernetes.io/pod-name": ["web-0"],
+                "authentication.kubernetes.io/pod-uid": ["a1b2c3d4-0000-4000-8000-000000000002"]
+              }
+            },
+            "audiences": ["https://kubernetes.default.svc.cluster.local"]
+          }
+        }"#,
+    );
+    // A rejected token: `user` is a value struct, which encoding/json writes even when empty.
+    round_trip(
+        "authentication.k8s.io",
+        "v1",
+        "TokenReview",
+        r#"{
+          "kind": "TokenReview",
+          "apiVersion": "authentication.k8s.io/v1",
+          "metadata": {"creationTimestamp": null},
+          "spec": {"token": "not-a-token"},
+          "status": {"user": {}, "error": "invalid bearer token"}
+        }"#,
+    );
+}
+
+#[test]
+fn self_subject_review_and_token_request() {
+    round_trip(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        r#"{
+          "kind": "SelfSubjectReview",
+          "apiVersion": "authentication.k8s.io/v1",
+          "metadata": {"creationTimestamp": "2024-03-04T05:06:07Z"},
+          "status": {"userInfo": {"username": "kubernetes-admin", "groups": ["kubeadm:cluster-admins", "system:authenticated"]}}
+        }"#,
+    );
+    // `kubectl create token builder`'s body: the pointers and the slice in the spec have no
+    // omitempty, so unset they are `null`; the status's token and time are always written.
+    round_trip(
+        "authentication.k8s.io",
+        "v1",
+        "TokenRequest",
+        r#"{
+          "kind": "TokenRequest",
+          "apiVersion": "authentication.k8s.io/v1",
+          "metadata": {"creationTimestamp": null},
+          "spec": {"audiences": null, "expirationSeconds": null, "boundObjectRef": null},
+          "status": {"token": "", "expirationTimestamp": null}
+        }"#,
+    );
+    // The answer to `kubectl create token builder --bound-object-kind Pod ...`: BoundObjectReference's
+    // `uID` is `uid` in JSON; expirationSeconds is written even when 0.
+    round_trip(
+        "authentication.k8s.io",
+        "v1",
+        "TokenRequest",
+        r#"{
+          "kind": "TokenRequest",
+          "apiVersion": "authentication.k8s.io/v1",
+          "metadata": {"name": "builder", "namespace": "default", "creationTimestamp": "2024-03-04T05:06:07Z"},
+          "spec": {
+            "audiences": ["https://kubernetes.default.svc.cluster.local"],
+            "expirationSeconds": 0,
+            "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web-0", "uid": "a1b2c3d4-0000-4000-8000-000000000002"}
+          },
+          "status": {"token": "eyJhbGciOiJSUzI1NiJ9.e30.c2ln", "expirationTimestamp": "2024-03-04T06:06:07Z"}
+        }"#,
+    );
+}

@@ -295,6 +295,115 @@ fn a_go_clients_body_decodes_to_the_json_it_would_have_sent() {
     assert_eq!(serde_json::to_string(&decoded.object).unwrap(), expected);
 }
 
+/// `kubectl auth can-i list pods` and `kubectl create token builder` as protobuf: every value
+/// field written (empty strings, `false`, an empty Time), nil pointers and slices not.
+#[test]
+fn kubectls_review_and_token_request_bodies_decode_to_the_json_it_would_have_sent() {
+    let set = |message: &mut DynamicMessage, name: &str, value: ProtoValue| message.set_field_by_name(name, value);
+    let text = |s: &str| ProtoValue::String(s.to_owned());
+    let empty = |name: &str| DynamicMessage::new(descriptor(name));
+    let object_meta = || {
+        let mut meta = empty("k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta");
+        for field in ["name", "generateName", "namespace", "selfLink", "uid", "resourceVersion"] {
+            set(&mut meta, field, text(""));
+        }
+        set(&mut meta, "generation", ProtoValue::I64(0));
+        set(&mut meta, "creationTimestamp", ProtoValue::Message(empty("k8s.io.apimachinery.pkg.apis.meta.v1.Time")));
+        meta
+    };
+    let decode = |group: &str, kind: &str, message: &DynamicMessage| {
+        let decoded = decode_object(group, "v1", kind, &message.encode_to_vec()).unwrap();
+        assert_eq!(decoded.unknown_fields, Vec::<String>::new());
+        serde_json::to_string(&decoded.object).unwrap()
+    };
+
+    let mut attributes = empty("k8s.io.api.authorization.v1.ResourceAttributes");
+    for (field, value) in [
+        ("namespace", "default"),
+        ("verb", "list"),
+        ("group", ""),
+        ("version", ""),
+        ("resource", "pods"),
+        ("subresource", ""),
+        ("name", ""),
+    ] {
+        set(&mut attributes, field, text(value));
+    }
+    let mut spec = empty("k8s.io.api.authorization.v1.SelfSubjectAccessReviewSpec");
+    set(&mut spec, "resourceAttributes", ProtoValue::Message(attributes));
+    let mut status = empty("k8s.io.api.authorization.v1.SubjectAccessReviewStatus");
+    set(&mut status, "allowed", ProtoValue::Bool(false));
+    set(&mut status, "reason", text(""));
+    set(&mut status, "evaluationError", text(""));
+    set(&mut status, "denied", ProtoValue::Bool(false));
+    let mut review = empty("k8s.io.api.authorization.v1.SelfSubjectAccessReview");
+    set(&mut review, "metadata", ProtoValue::Message(object_meta()));
+    set(&mut review, "spec", ProtoValue::Message(spec));
+    set(&mut review, "status", ProtoValue::Message(status));
+    assert_eq!(
+        decode("authorization.k8s.io", "SelfSubjectAccessReview", &review),
+        r#"{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{"creationTimestamp":null},"spec":{"resourceAttributes":{"namespace":"default","verb":"list","resource":"pods"}},"status":{"allowed":false}}"#
+    );
+
+    let mut status = empty("k8s.io.api.authentication.v1.TokenRequestStatus");
+    set(&mut status, "token", text(""));
+    set(&mut status, "expirationTimestamp", ProtoValue::Message(empty("k8s.io.apimachinery.pkg.apis.meta.v1.Time")));
+    let mut request = empty("k8s.io.api.authentication.v1.TokenRequest");
+    set(&mut request, "metadata", ProtoValue::Message(object_meta()));
+    set(&mut request, "spec", ProtoValue::Message(empty("k8s.io.api.authentication.v1.TokenRequestSpec")));
+    set(&mut request, "status", ProtoValue::Message(status));
+    assert_eq!(
+        decode("authentication.k8s.io", "TokenRequest", &request),
+        r#"{"kind":"TokenRequest","apiVersion":"authentication.k8s.io/v1","metadata":{"creationTimestamp":null},"spec":{"audiences":null,"expirationSeconds":null,"boundObjectRef":null},"status":{"token":"","expirationTimestamp":null}}"#
+    );
+
+    // A map's ExtraValue with no items is `[]`: Go fills it from `&ExtraValue{}`.
+    let mut user = empty("k8s.io.api.authentication.v1.UserInfo");
+    let extra = [(
+        listwatch_proto::prost_reflect::MapKey::String("scopes".into()),
+        ProtoValue::Message(empty("k8s.io.api.authentication.v1.ExtraValue")),
+    )];
+    set(&mut user, "extra", ProtoValue::Map(extra.into_iter().collect()));
+    let mut status = empty("k8s.io.api.authentication.v1.SelfSubjectReviewStatus");
+    set(&mut status, "userInfo", ProtoValue::Message(user));
+    let mut review = empty("k8s.io.api.authentication.v1.SelfSubjectReview");
+    set(&mut review, "status", ProtoValue::Message(status));
+    assert_eq!(
+        decode("authentication.k8s.io", "SelfSubjectReview", &review),
+        r#"{"kind":"SelfSubjectReview","apiVersion":"authentication.k8s.io/v1","status":{"userInfo":{"extra":{"scopes":[]}}}}"#
+    );
+}
+
+/// ExtraValue's wire form is a message of `repeated string items = 1`, BoundObjectReference's
+/// `uid` is proto field `uID` (4).
+#[test]
+fn extra_values_and_json_names_on_the_wire() {
+    let body = json!({"spec": {"extra": {"k": ["a", "b"]}}});
+    let bytes = encode_object("authorization.k8s.io", "v1", "SubjectAccessReview", &body).unwrap();
+    // 2 spec: SubjectAccessReviewSpec{5 extra: entry{1 key "k", 2 value ExtraValue{1 "a", 1 "b"}}}
+    assert_eq!(bytes, [0x12, 0x0d, 0x2a, 0x0b, 0x0a, 0x01, b'k', 0x12, 0x06, 0x0a, 0x01, b'a', 0x0a, 0x01, b'b']);
+    let err =
+        encode_object("authorization.k8s.io", "v1", "SubjectAccessReview", &json!({"spec": {"extra": {"k": "a"}}}))
+            .unwrap_err();
+    assert_eq!(err.to_string(), "spec.extra[k]: expected an array");
+
+    let body = json!({"spec": {"boundObjectRef": {"uid": "u"}}});
+    let bytes = encode_object("authentication.k8s.io", "v1", "TokenRequest", &body).unwrap();
+    // 2 spec: TokenRequestSpec{3 boundObjectRef: BoundObjectReference{4 uID "u"}}
+    assert_eq!(bytes, [0x12, 0x05, 0x1a, 0x03, 0x22, 0x01, b'u']);
+    assert_eq!(check_json_fields("authentication.k8s.io", "v1", "TokenRequest", &body).unwrap(), Vec::<String>::new());
+    assert_eq!(
+        check_json_fields(
+            "authentication.k8s.io",
+            "v1",
+            "TokenRequest",
+            &json!({"spec": {"boundObjectRef": {"uID": "u"}}})
+        )
+        .unwrap(),
+        ["spec.boundObjectRef.uID"]
+    );
+}
+
 #[test]
 fn unknown_protobuf_fields_are_reported_with_their_numbers() {
     let mut bytes = encode_object("", "v1", "ConfigMap", &json!({"metadata": {"name": "x"}})).unwrap();
@@ -356,6 +465,18 @@ fn schema_lookup_and_errors() {
     assert_eq!(
         message_for("apps", "v1", "DeleteOptions").unwrap().full_name(),
         "k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions"
+    );
+    assert_eq!(
+        message_for("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding").unwrap().full_name(),
+        "k8s.io.api.rbac.v1.ClusterRoleBinding"
+    );
+    assert_eq!(
+        message_for("authorization.k8s.io", "v1", "SelfSubjectAccessReview").unwrap().full_name(),
+        "k8s.io.api.authorization.v1.SelfSubjectAccessReview"
+    );
+    assert_eq!(
+        message_for("authentication.k8s.io", "v1", "TokenRequest").unwrap().full_name(),
+        "k8s.io.api.authentication.v1.TokenRequest"
     );
     assert!(message_for("", "v1", "Widget").is_none());
     assert!(message_for("example.com", "v1", "ConfigMap").is_none());
