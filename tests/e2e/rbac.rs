@@ -127,6 +127,27 @@ async fn kubectl_sees_the_default_roles_and_bindings(backend: Backend) {
     let list = k.run(&["auth", "can-i", "--list", "-n", "team", "--as", "alice"]).await.ok();
     assert!(list.lines().any(|l| l.starts_with("deployments.apps ")), "{list}");
     assert!(list.lines().any(|l| l.starts_with("selfsubjectaccessreviews.authorization.k8s.io ")), "{list}");
+    // No one grants what they do not hold: carol (admin in team) may make a role of what she
+    // has and bind view, but not a role over nodes nor a binding to cluster-admin.
+    k.run(&["create", "role", "pod-reader", "--verb=get", "--resource=pods", "-n", "team", "--as", "carol"]).await.ok();
+    k.run(&["create", "rolebinding", "eve-views", "--clusterrole=view", "--user=eve", "-n", "team", "--as", "carol"])
+        .await
+        .ok();
+    let refused =
+        k.run(&["create", "role", "node-lister", "--verb=list", "--resource=nodes", "-n", "team", "--as", "carol"]).await;
+    assert!(!refused.success);
+    assert!(
+        refused.stderr.contains(r#"roles.rbac.authorization.k8s.io "node-lister" is forbidden: user "carol" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:"#)
+            && refused.stderr.contains(r#"{APIGroups:[""], Resources:["nodes"], Verbs:["list"]}"#),
+        "{refused:?}"
+    );
+    let refused = k
+        .run(&["create", "rolebinding", "eve-rules", "--clusterrole=cluster-admin", "--user=eve", "-n", "team", "--as", "carol"])
+        .await;
+    assert!(
+        !refused.success && refused.stderr.contains(r#"rolebindings.rbac.authorization.k8s.io "eve-rules" is forbidden: user "carol""#),
+        "{refused:?}"
+    );
     // Impersonating a group too.
     let whoami = k.run(&["auth", "whoami", "--as", "eve", "--as-group", "devs", "-o", "json"]).await.ok();
     let whoami: Value = serde_json::from_str(&whoami).unwrap();
@@ -218,6 +239,23 @@ async fn no_request_gets_round_authorization() {
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
+    // Malformed RBAC objects get kube's 422.
+    let bad = json!({"metadata": {"name": "bad"}, "roleRef": {"kind": "Role", "name": "x"},
+        "subjects": [{"kind": "Robot", "name": "r2"}]});
+    let response = server
+        .http
+        .post(server.api("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"))
+        .bearer_auth("admin-token")
+        .json(&bad)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["message"],
+        r#"ClusterRoleBinding.rbac.authorization.k8s.io "bad" is invalid: [roleRef.kind: Unsupported value: "Role": supported values: "ClusterRole", subjects[0].kind: Unsupported value: "Robot": supported values: "ServiceAccount", "User", "Group"]"#
+    );
     // A selector cannot reach into another namespace: a list of none.
     let (status, body) = request(
         &server,

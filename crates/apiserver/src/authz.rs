@@ -14,6 +14,7 @@
 //! authorizer, and [`bootstrap`] writes the default roles kube-apiserver writes at start.
 
 pub mod bootstrap;
+pub mod escalation;
 pub mod impersonation;
 pub mod rbac;
 pub mod reviews;

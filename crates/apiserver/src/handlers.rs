@@ -298,7 +298,8 @@ async fn serve_verb(
         }
         Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
             let media = media(req.verb == Verb::DeleteCollection)?;
-            let w = write::WriteRequest { state, store, req, query, headers: &parts.headers, body, media };
+            let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
+            let w = write::WriteRequest { state, user: &user, store, req, query, headers: &parts.headers, body, media };
             match req.verb {
                 Verb::Create if binding::is_binding(store, req) => {
                     binding::create(store, req, query, &parts.headers, w.body).await

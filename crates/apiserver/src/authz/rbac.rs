@@ -283,14 +283,18 @@ impl Policy {
     /// The rules a binding grants, or kube's error when its role does not exist.
     fn rules_of(&self, binding: &Binding) -> Result<&[PolicyRule], String> {
         let r = &binding.role_ref;
-        let found = match r.kind.as_str() {
-            "ClusterRole" => self.cluster_roles.get(&r.name),
-            "Role" => self.roles.get(&(binding.namespace.clone(), r.name.clone())),
+        self.role_rules(r, &binding.namespace)
+            .ok_or_else(|| format!("{}.{GROUP} {} not found", r.kind.to_lowercase(), go_quote(&r.name)))
+    }
+
+    /// The rules of the role `role_ref` names for a binding in `namespace`, if it exists.
+    pub fn role_rules(&self, role_ref: &RoleRef, namespace: &str) -> Option<&[PolicyRule]> {
+        let found = match role_ref.kind.as_str() {
+            "ClusterRole" => self.cluster_roles.get(&role_ref.name),
+            "Role" => self.roles.get(&(namespace.to_string(), role_ref.name.clone())),
             _ => None,
         };
-        found
-            .map(Vec::as_slice)
-            .ok_or_else(|| format!("{}.{GROUP} {} not found", r.kind.to_lowercase(), go_quote(&r.name)))
+        found.map(Vec::as_slice)
     }
 
     /// Visits every rule that applies to `user` in `namespace` (and cluster-wide), with the

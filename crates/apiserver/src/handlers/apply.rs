@@ -28,6 +28,7 @@ use listwatch_meta::{ApiError, Object, Resource};
 use listwatch_patch::apply::{ApplySchema, ListType, PathElement, path_string};
 use serde_json::{Map, Value};
 
+use crate::authz::escalation::Guard;
 use super::field_manager::{self, Ownership, SharedSchema};
 use super::write::{self, NewName, WriteRequest, meta_str, respond};
 use super::{admission, schema};
@@ -44,7 +45,8 @@ const CREATE_RACES: usize = 8;
 /// PATCH with `application/apply-patch+yaml`.
 pub async fn apply(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     let options = apply_options(w.query)?;
-    let WriteRequest { state, store, req, query: _, headers: _, body, media } = w;
+    let WriteRequest { state, user, store, req, query: _, headers: _, body, media } = w;
+    let guard = Guard::for_write(state, user, store.resource).await;
     let config = decode_config(&body)?;
     let applier = Applier {
         resource: store.resource,
@@ -59,7 +61,7 @@ pub async fn apply(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     }
     for _ in 0..CREATE_RACES {
         let mut warnings = Vec::new();
-        let updated = write::update_to(store, req, options.dry_run, false, Ownership::Made, |existing| {
+        let updated = write::update_to(store, req, options.dry_run, false, Ownership::Made, guard.as_ref(), |existing| {
             warnings.clear();
             applier.applied(Some(&existing.value()), &mut warnings)
         })
@@ -71,7 +73,7 @@ pub async fn apply(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
             // `/status` has no create: kube's status store updates without `forceAllowCreate`.
             Err(e) if e.code() == 404 && applier.subresource.is_none() => {
                 let mut warnings = Vec::new();
-                if let Some(created) = create(state, store, req, &applier, &mut warnings).await? {
+                if let Some(created) = create(state, store, req, &applier, guard.as_ref(), &mut warnings).await? {
                     return Ok(response::with_warnings(respond(store, media, 201, &created), &warnings));
                 }
             }
@@ -232,6 +234,7 @@ async fn create(
     store: &ResourceStore,
     req: &ResourceRequest,
     applier: &Applier<'_>,
+    escalation: Option<&Guard>,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Object>, ApiError> {
     let resource = store.resource;
@@ -260,6 +263,9 @@ async fn create(
     let namespace = store.scope(req.namespace.as_deref());
     if let Some(ns) = namespace {
         admission::check_namespace_accepts_writes(state, ns, resource, name).await?;
+    }
+    if let Some(guard) = escalation {
+        guard.check(namespace.unwrap_or(""), &object)?;
     }
     let new_name = NewName { explicit: Some(name), generate: None };
     match write::store_new(store, namespace, object, new_name, applier.options.dry_run).await {

@@ -25,7 +25,7 @@ fn check_namespace_deletable(resource: &listwatch_meta::Resource, name: &str) ->
 
 /// DELETE of one object.
 pub async fn delete(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
-    let WriteRequest { state: _, store, req, query, headers, body, media } = w;
+    let WriteRequest { store, req, query, headers, body, media, .. } = w;
     if req.subresource.is_some() {
         return Err(ApiError::method_not_supported(&store.resource.group_resource(), "delete"));
     }
@@ -54,7 +54,7 @@ pub async fn delete(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
 /// DELETE of a collection: every matching object, one revision each; answers the list of
 /// what was deleted.
 pub async fn delete_collection(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
-    let WriteRequest { state: _, store, req, query, headers, body, media } = w;
+    let WriteRequest { store, req, query, headers, body, media, .. } = w;
     if !body.is_empty() {
         body_in::input_media_type(headers)?;
     }

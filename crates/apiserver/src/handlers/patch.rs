@@ -5,6 +5,7 @@
 use listwatch_meta::{ApiError, go_json};
 use serde_json::Value;
 
+use crate::authz::escalation::Guard;
 use super::field_manager::{self, Ownership, update_manager};
 use super::patch_kind::PatchKind;
 use super::write::{WriteRequest, respond, update_to};
@@ -19,7 +20,8 @@ pub async fn patch(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
         return apply::apply(w).await;
     }
     let (dry_run, validation) = write_options(w.query, OptionsKind::Patch)?;
-    let WriteRequest { state, store, req, query, headers, body, media } = w;
+    let WriteRequest { state, user, store, req, query, headers, body, media } = w;
+    let guard = Guard::for_write(state, user, store.resource).await;
     let patch = kind.decode(&body, validation)?;
     let manager = update_manager(query, headers);
     if req.subresource.as_deref() == Some("scale") {
@@ -27,7 +29,7 @@ pub async fn patch(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     }
     let resource = store.resource;
     let mut warnings = Vec::new();
-    let updated = update_to(store, req, dry_run, false, Ownership::Update(&manager), |existing| {
+    let updated = update_to(store, req, dry_run, false, Ownership::Update(&manager), guard.as_ref(), |existing| {
         let current = existing.value();
         let patched = kind.apply(resource, &current, &patch)?;
         let Value::Object(map) = patched else {

@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 
 use super::field_manager::{self, Ownership};
 use super::{admission, body_in, scale, schema};
+use crate::authz::escalation::Guard;
 use crate::options::{FieldValidation, OptionsKind, write_options};
 use crate::registry::update::{Step, Updated};
 use crate::registry::{ResourceStore, editable, metadata_mut, storage_error, strategy};
@@ -82,6 +83,8 @@ pub(super) fn respond(store: &ResourceStore, media: MediaType, code: u16, object
 /// One write request, as the handlers below take it.
 pub struct WriteRequest<'a> {
     pub state: &'a ApiState,
+    /// Who writes (after impersonation): RBAC's escalation check needs it.
+    pub user: &'a crate::authn::UserInfo,
     pub store: &'a ResourceStore,
     pub req: &'a ResourceRequest,
     pub query: &'a Query,
@@ -94,7 +97,7 @@ pub struct WriteRequest<'a> {
 /// POST.
 pub async fn create(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     let (dry_run, validation) = write_options(w.query, OptionsKind::Create)?;
-    let WriteRequest { state, store, req, query, headers, body, media } = w;
+    let WriteRequest { state, user, store, req, query, headers, body, media } = w;
     let (mut object, warnings) = decode_body(store.resource, headers, &body, validation)?;
     reconcile_namespace(store, &mut object, req.namespace.as_deref())?;
     let resource = store.resource;
@@ -121,6 +124,9 @@ pub async fn create(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     }
     // kube defaults while decoding, before its field manager: the creator owns the defaults.
     listwatch_meta::defaults::apply_defaults(resource.group, resource.kind, &mut object);
+    if let Some(guard) = Guard::for_write(state, user, resource).await {
+        guard.check(namespace.as_deref().unwrap_or(""), &object)?;
+    }
     let object = field_manager::record_create(resource, object, &field_manager::update_manager(query, headers));
     let name = NewName { explicit: explicit_name.as_deref(), generate: generate.as_deref() };
     let stored = store_new(store, namespace.as_deref(), object, name, dry_run).await?;
@@ -230,6 +236,7 @@ pub(super) async fn update_to(
     dry_run: bool,
     uid_precondition: bool,
     ownership: Ownership<'_>,
+    escalation: Option<&Guard>,
     mut make_new: impl FnMut(&Object) -> Result<Map<String, Value>, ApiError>,
 ) -> Result<Updated, ApiError> {
     let resource = store.resource;
@@ -283,6 +290,9 @@ pub(super) async fn update_to(
             if !errors.is_empty() {
                 return Err(invalid_error(resource.group, resource.kind, name, &errors));
             }
+            if let Some(guard) = escalation {
+                guard.check(namespace.unwrap_or(""), &new)?;
+            }
             if strategy::should_delete_during_update(&new) {
                 return Ok(Step::Delete);
             }
@@ -294,7 +304,7 @@ pub(super) async fn update_to(
 /// PUT.
 pub async fn update(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     let (dry_run, validation) = write_options(w.query, OptionsKind::Update)?;
-    let WriteRequest { state, store, req, query, headers, body, media } = w;
+    let WriteRequest { state, user, store, req, query, headers, body, media } = w;
     if req.subresource.as_deref() == Some("scale") {
         let manager = field_manager::update_manager(query, headers);
         return scale::update(state, store, req, headers, body, dry_run, &manager).await;
@@ -305,11 +315,13 @@ pub async fn update(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     check_name_matches(&object, req.name.as_deref().expect("PUT has a name"))?;
     super::custom::require_resource_version(store.resource, &object, req.name.as_deref().unwrap_or(""))?;
     let manager = field_manager::update_manager(query, headers);
-    let result = update_to(store, req, dry_run, true, Ownership::Update(&manager), |_| Ok(object.clone())).await;
+    let guard = Guard::for_write(state, user, store.resource).await;
+    let result =
+        update_to(store, req, dry_run, true, Ownership::Update(&manager), guard.as_ref(), |_| Ok(object.clone())).await;
     match result {
         Ok(updated) => Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings)),
         Err(e) if e.code() == 404 && store.resource.allow_create_on_update && req.subresource.is_none() => {
-            create(WriteRequest { state, store, req, query, headers, body, media }).await
+            create(WriteRequest { state, user, store, req, query, headers, body, media }).await
         }
         Err(e) => Err(e),
     }
