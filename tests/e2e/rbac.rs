@@ -133,8 +133,9 @@ async fn kubectl_sees_the_default_roles_and_bindings(backend: Backend) {
     k.run(&["create", "rolebinding", "eve-views", "--clusterrole=view", "--user=eve", "-n", "team", "--as", "carol"])
         .await
         .ok();
-    let refused =
-        k.run(&["create", "role", "node-lister", "--verb=list", "--resource=nodes", "-n", "team", "--as", "carol"]).await;
+    let refused = k
+        .run(&["create", "role", "node-lister", "--verb=list", "--resource=nodes", "-n", "team", "--as", "carol"])
+        .await;
     assert!(!refused.success);
     assert!(
         refused.stderr.contains(r#"roles.rbac.authorization.k8s.io "node-lister" is forbidden: user "carol" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:"#)
@@ -142,10 +143,23 @@ async fn kubectl_sees_the_default_roles_and_bindings(backend: Backend) {
         "{refused:?}"
     );
     let refused = k
-        .run(&["create", "rolebinding", "eve-rules", "--clusterrole=cluster-admin", "--user=eve", "-n", "team", "--as", "carol"])
+        .run(&[
+            "create",
+            "rolebinding",
+            "eve-rules",
+            "--clusterrole=cluster-admin",
+            "--user=eve",
+            "-n",
+            "team",
+            "--as",
+            "carol",
+        ])
         .await;
     assert!(
-        !refused.success && refused.stderr.contains(r#"rolebindings.rbac.authorization.k8s.io "eve-rules" is forbidden: user "carol""#),
+        !refused.success
+            && refused
+                .stderr
+                .contains(r#"rolebindings.rbac.authorization.k8s.io "eve-rules" is forbidden: user "carol""#),
         "{refused:?}"
     );
     // Impersonating a group too.

@@ -135,7 +135,18 @@ async fn discovery_and_openapi_list_a_crd_once_established(backend: Backend) {
     let groups = groups["groups"].as_array().unwrap();
     let names: Vec<&str> = groups.iter().map(|g| g["name"].as_str().unwrap()).collect();
     // Built-ins by kube-aggregator's priority, then CRD groups.
-    assert_eq!(names, ["apps", "apiextensions.k8s.io", "coordination.k8s.io", "stable.example.com"]);
+    assert_eq!(
+        names,
+        [
+            "apps",
+            "authentication.k8s.io",
+            "authorization.k8s.io",
+            "rbac.authorization.k8s.io",
+            "apiextensions.k8s.io",
+            "coordination.k8s.io",
+            "stable.example.com"
+        ]
+    );
     let (code, group) = server.get("/apis/stable.example.com").await;
     assert_eq!(code, 200);
     assert_eq!(group["preferredVersion"], json!({"groupVersion": "stable.example.com/v1", "version": "v1"}));

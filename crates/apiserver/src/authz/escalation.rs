@@ -132,11 +132,18 @@ fn breakdown(rule: &PolicyRule) -> Vec<PolicyRule> {
     for group in &rule.api_groups {
         for resource in &rule.resources {
             for verb in &rule.verbs {
-                let base = PolicyRule { verbs: one(verb), api_groups: one(group), resources: one(resource), ..Default::default() };
+                let base = PolicyRule {
+                    verbs: one(verb),
+                    api_groups: one(group),
+                    resources: one(resource),
+                    ..Default::default()
+                };
                 if rule.resource_names.is_empty() {
                     atoms.push(base);
                 } else {
-                    atoms.extend(rule.resource_names.iter().map(|n| PolicyRule { resource_names: one(n), ..base.clone() }));
+                    atoms.extend(
+                        rule.resource_names.iter().map(|n| PolicyRule { resource_names: one(n), ..base.clone() }),
+                    );
                 }
             }
         }
@@ -161,9 +168,10 @@ fn covers(owner: &PolicyRule, sub: &PolicyRule) -> bool {
                 || r.split_once('/').is_some_and(|(_, sub)| has(&owner.resources, &format!("*/{sub}")))
         });
     let urls = sub.non_resource_urls.iter().all(|url| {
-        owner.non_resource_urls.iter().any(|o| {
-            o == "*" || o == url || o.strip_suffix('*').is_some_and(|prefix| url.starts_with(prefix))
-        })
+        owner
+            .non_resource_urls
+            .iter()
+            .any(|o| o == "*" || o == url || o.strip_suffix('*').is_some_and(|prefix| url.starts_with(prefix)))
     });
     let names = if sub.resource_names.is_empty() {
         owner.resource_names.is_empty()
@@ -222,7 +230,7 @@ mod tests {
     use super::*;
 
     fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
-        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
+        let v = |s: &[&str]| s.iter().map(std::string::ToString::to_string).collect();
         PolicyRule { verbs: v(verbs), api_groups: v(groups), resources: v(resources), ..Default::default() }
     }
 

@@ -58,7 +58,7 @@ impl PolicyRule {
         }
         self.api_groups.iter().any(|g| g == "*" || *g == a.api_group)
             && self.matches_resource(&a.resource, &a.subresource)
-            && (self.resource_names.is_empty() || self.resource_names.iter().any(|n| *n == a.name))
+            && (self.resource_names.is_empty() || self.resource_names.contains(&a.name))
     }
 
     /// kube's `ResourceMatches`: `*`, the resource (without a subresource), `resource/sub`,
@@ -96,7 +96,7 @@ impl Subject {
     pub fn applies_to(&self, user: &UserInfo, binding_namespace: &str) -> bool {
         match self.kind.as_str() {
             "User" => user.name == self.name,
-            "Group" => user.groups.iter().any(|g| *g == self.name),
+            "Group" => user.groups.contains(&self.name),
             "ServiceAccount" => {
                 let namespace = if self.namespace.is_empty() { binding_namespace } else { &self.namespace };
                 !namespace.is_empty() && user.name == format!("system:serviceaccount:{namespace}:{}", self.name)
@@ -378,7 +378,7 @@ mod tests {
     use super::*;
 
     fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> PolicyRule {
-        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
+        let v = |s: &[&str]| s.iter().map(std::string::ToString::to_string).collect();
         PolicyRule { verbs: v(verbs), api_groups: v(groups), resources: v(resources), ..Default::default() }
     }
 

@@ -28,10 +28,10 @@ use listwatch_meta::{ApiError, Object, Resource};
 use listwatch_patch::apply::{ApplySchema, ListType, PathElement, path_string};
 use serde_json::{Map, Value};
 
-use crate::authz::escalation::Guard;
 use super::field_manager::{self, Ownership, SharedSchema};
 use super::write::{self, NewName, WriteRequest, meta_str, respond};
 use super::{admission, schema};
+use crate::authz::escalation::Guard;
 use crate::options::{ApplyOptions, FieldValidation, apply_options};
 use crate::registry::{ResourceStore, strategy};
 use crate::request::ResourceRequest;
@@ -61,11 +61,12 @@ pub async fn apply(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     }
     for _ in 0..CREATE_RACES {
         let mut warnings = Vec::new();
-        let updated = write::update_to(store, req, options.dry_run, false, Ownership::Made, guard.as_ref(), |existing| {
-            warnings.clear();
-            applier.applied(Some(&existing.value()), &mut warnings)
-        })
-        .await;
+        let updated =
+            write::update_to(store, req, options.dry_run, false, Ownership::Made, guard.as_ref(), |existing| {
+                warnings.clear();
+                applier.applied(Some(&existing.value()), &mut warnings)
+            })
+            .await;
         match updated {
             Ok(updated) => {
                 return Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings));

@@ -5,11 +5,11 @@
 use listwatch_meta::{ApiError, go_json};
 use serde_json::Value;
 
-use crate::authz::escalation::Guard;
 use super::field_manager::{self, Ownership, update_manager};
 use super::patch_kind::PatchKind;
 use super::write::{WriteRequest, respond, update_to};
 use super::{apply, kinds, scale, schema};
+use crate::authz::escalation::Guard;
 use crate::options::{OptionsKind, write_options};
 use crate::response::{self, HttpResponse};
 
