@@ -189,6 +189,10 @@ async fn request(
     (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
 }
 
+/// One attempt of the table: method, path, headers, and the 403 message it must get (empty:
+/// any refusal will do).
+type Attempt<'a> = (reqwest::Method, &'a str, Vec<(&'a str, &'a str)>, String);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_request_gets_round_authorization() {
     let (server, _files) = start("rbac-bypass", Backend::Memory).await;
@@ -214,7 +218,7 @@ async fn no_request_gets_round_authorization() {
         )
     };
     // (method, path, headers, the 403 message; empty when any refusal but 200/201 will do)
-    let cases: Vec<(Method, &str, Vec<(&str, &str)>, String)> = vec![
+    let cases: Vec<Attempt> = vec![
         (Method::GET, "/api/v1/namespaces/default/configmaps", vec![], forbidden("list", "configmaps", "", "default")),
         (Method::GET, "/api/v1/namespaces/default/configmaps/secret-ish", vec![], forbidden("get", "configmaps", "secret-ish", "default")),
         (Method::GET, "/api/v1/namespaces/default/configmaps?watch=1", vec![], forbidden("watch", "configmaps", "", "default")),
