@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use listwatch_apiserver::authn::{Authentication, ClientCa, TokenFile};
+use listwatch_apiserver::authn::{Authentication, ClientCa, ServiceAccountTokens, TokenFile};
 use listwatch_apiserver::listener::{self, ListenAddr};
 use listwatch_apiserver::{AuthorizationMode, ServerConfig, WatchBreaker};
 use listwatch_storage::Storage;
@@ -129,6 +129,14 @@ pub struct ServeArgs {
     /// the kubeconfig's user one (CN listwatch-admin, O system:masters).
     #[arg(long, requires = "tls_generate", conflicts_with = "client_ca_file")]
     client_cert_auth: bool,
+    /// Sign service account tokens (`kubectl create token`) with this key (PKCS#8 PEM, ECDSA
+    /// P-256) instead of one generated at start, so tokens outlive a restart.
+    #[arg(long)]
+    service_account_signing_key_file: Option<PathBuf>,
+    /// Also accept service account tokens signed by the keys in these files (PEM public keys,
+    /// ECDSA P-256); repeatable.
+    #[arg(long)]
+    service_account_key_file: Vec<PathBuf>,
     /// Who may do what: AlwaysAllow (kube-apiserver's default) or RBAC. With RBAC and no
     /// authenticator given, serve adds --tls-generate --client-cert-auth, so the kubeconfig's
     /// user (listwatch-admin, in system:masters) still gets in.
@@ -317,7 +325,15 @@ fn security(args: &ServeArgs, kubeconfig: &std::path::Path) -> anyhow::Result<Se
         .map(|path| TokenFile::load(path).map(Arc::new))
         .transpose()
         .map_err(anyhow::Error::msg)?;
-    let authentication = Authentication { anonymous: args.anonymous_auth, tokens, client_ca };
+    let verify_keys: Vec<&std::path::Path> = args.service_account_key_file.iter().map(PathBuf::as_path).collect();
+    let service_accounts = ServiceAccountTokens::load(args.service_account_signing_key_file.as_deref(), &verify_keys)
+        .map_err(anyhow::Error::msg)?;
+    let authentication = Authentication {
+        anonymous: args.anonymous_auth,
+        tokens,
+        client_ca,
+        service_accounts: Arc::new(service_accounts),
+    };
     if !authentication.anonymous && !authentication.is_enabled() {
         // kube-apiserver would serve everyone without a user; refusing everyone is no better.
         anyhow::bail!(

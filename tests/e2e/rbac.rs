@@ -307,3 +307,121 @@ async fn no_request_gets_round_authorization() {
             .await;
     assert_eq!((status, &body["status"]), (201, &json!({"allowed": false})), "{body}");
 }
+
+/// A controller running as its own ServiceAccount gets exactly what its role grants: the
+/// account's `default` sibling appears by itself, `kubectl create token` signs a token, and
+/// the token stops working once the account is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_account_gets_exactly_its_roles_rights() {
+    let files = tempfile::tempdir().unwrap();
+    let tokens = files.path().join("tokens.csv");
+    std::fs::write(&tokens, TOKENS).unwrap();
+    let tokens = tokens.display().to_string();
+    let server = Server::start(
+        "rbac-service-account",
+        Backend::Memory,
+        &[
+            "--authorization-mode",
+            "RBAC",
+            "--tls-generate",
+            "--token-auth-file",
+            &tokens,
+            "--controllers",
+            "serviceaccount",
+        ],
+    )
+    .await;
+    let k = server.kubectl();
+    k.run(&["create", "namespace", "team"]).await.ok();
+    // kube-controller-manager's service account controller: a default account per namespace.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !k.run(&["get", "serviceaccount", "default", "-n", "team"]).await.success {
+        assert!(Instant::now() < deadline, "no default service account in team");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    k.run(&["create", "serviceaccount", "ctl", "-n", "team"]).await.ok();
+    k.run(&["create", "clusterrole", "cm-reader", "--verb=get,list,watch", "--resource=configmaps"]).await.ok();
+    k.run(&[
+        "create",
+        "rolebinding",
+        "ctl-reads",
+        "--clusterrole=cm-reader",
+        "--serviceaccount=team:ctl",
+        "-n",
+        "team",
+    ])
+    .await
+    .ok();
+    k.run(&["create", "configmap", "settings", "-n", "team"]).await.ok();
+    await_yes(&k, &["list", "configmaps", "-n", "team", "--as", "system:serviceaccount:team:ctl"]).await;
+    let token = k.run(&["create", "token", "ctl", "-n", "team", "--duration", "20m"]).await.ok().trim().to_string();
+    assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
+
+    use reqwest::Method;
+    let who = "system:serviceaccount:team:ctl";
+    assert_eq!(request(&server, Method::GET, "/api/v1/namespaces/team/configmaps", &token, &[]).await.0, 200);
+    assert_eq!(request(&server, Method::GET, "/api/v1/namespaces/team/configmaps/settings", &token, &[]).await.0, 200);
+    let refusals = [
+        (
+            Method::GET,
+            "/api/v1/namespaces/team/secrets",
+            format!(
+                r#"secrets is forbidden: User "{who}" cannot list resource "secrets" in API group "" in the namespace "team""#
+            ),
+        ),
+        (
+            Method::GET,
+            "/api/v1/namespaces/default/configmaps",
+            format!(
+                r#"configmaps is forbidden: User "{who}" cannot list resource "configmaps" in API group "" in the namespace "default""#
+            ),
+        ),
+        (
+            Method::DELETE,
+            "/api/v1/namespaces/team/configmaps/settings",
+            format!(
+                r#"configmaps "settings" is forbidden: User "{who}" cannot delete resource "configmaps" in API group "" in the namespace "team""#
+            ),
+        ),
+    ];
+    for (method, path, message) in refusals {
+        let (status, body) = request(&server, method, path, &token, &[]).await;
+        assert_eq!((status, body["message"].as_str()), (403, Some(message.as_str())), "{path}");
+    }
+    // Who the token is, by the server's own answer.
+    let response = server
+        .http
+        .post(server.api("/apis/authentication.k8s.io/v1/selfsubjectreviews"))
+        .bearer_auth(&token)
+        .json(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}))
+        .send()
+        .await
+        .unwrap();
+    let review: Value = response.json().await.unwrap();
+    assert_eq!(review["status"]["userInfo"]["username"], who);
+    assert_eq!(
+        review["status"]["userInfo"]["groups"],
+        json!(["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"])
+    );
+    // kubectl with the token reads what the role allows and no more.
+    let listed = k.run(&["get", "configmaps", "-n", "team", "--token", &token, "-o", "name"]).await.ok();
+    assert!(listed.contains("configmap/settings"), "{listed}");
+    let refused = k.run(&["get", "pods", "-n", "team", "--token", &token]).await;
+    assert!(!refused.success && refused.stderr.contains("(Forbidden)"), "{refused:?}");
+    // A tampered token is no one's; a deleted account's token stops working.
+    let mut tampered = token.clone();
+    tampered.pop();
+    tampered.push(if token.ends_with('A') { 'B' } else { 'A' });
+    assert_eq!(request(&server, Method::GET, "/api/v1/namespaces/team/configmaps", &tampered, &[]).await.0, 401);
+    k.run(&["delete", "serviceaccount", "ctl", "-n", "team"]).await.ok();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while request(&server, Method::GET, "/api/v1/namespaces/team/configmaps", &token, &[]).await.0 != 401 {
+        assert!(Instant::now() < deadline, "the token outlived its account");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // TokenRequest's own rules: an account that does not exist, a too short duration.
+    let missing = k.run(&["create", "token", "nobody", "-n", "team"]).await;
+    assert!(missing.stderr.contains(r#"serviceaccounts "nobody" not found"#), "{missing:?}");
+    let short = k.run(&["create", "token", "default", "-n", "team", "--duration", "1m"]).await;
+    assert!(short.stderr.contains("may not specify a duration less than 10 minutes"), "{short:?}");
+}

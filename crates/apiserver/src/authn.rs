@@ -21,6 +21,7 @@
 //! (authorization itself allows everything).
 
 pub mod client_cert;
+pub mod service_account;
 pub mod token_file;
 
 use std::sync::Arc;
@@ -31,6 +32,7 @@ use listwatch_meta::ApiError;
 use rustls::pki_types::CertificateDer;
 
 pub use client_cert::ClientCa;
+pub use service_account::ServiceAccountTokens;
 pub use token_file::TokenFile;
 
 use crate::response::{self, HttpResponse};
@@ -117,11 +119,18 @@ pub struct Authentication {
     pub tokens: Option<Arc<TokenFile>>,
     /// `--client-ca-file`.
     pub client_ca: Option<Arc<ClientCa>>,
+    /// Service account tokens (always on, as in kube): their key and issuer.
+    pub service_accounts: Arc<ServiceAccountTokens>,
 }
 
 impl Default for Authentication {
     fn default() -> Self {
-        Authentication { anonymous: true, tokens: None, client_ca: None }
+        Authentication {
+            anonymous: true,
+            tokens: None,
+            client_ca: None,
+            service_accounts: Arc::new(ServiceAccountTokens::generate()),
+        }
     }
 }
 
@@ -147,16 +156,18 @@ impl Authentication {
                 Err(e) => errors.push(e),
             }
         }
-        if let Some(tokens) = &self.tokens {
-            for token in [bearer_token(&parts.headers), websocket_token(parts)] {
-                match token {
-                    Ok(Some(token)) => match tokens.user(&token) {
-                        Some(user) => return Ok(user.clone().with_authenticated_group()),
-                        None => errors.push("invalid bearer token".into()),
-                    },
-                    Ok(None) => {}
-                    Err(e) => errors.push(e),
-                }
+        for token in [bearer_token(&parts.headers), websocket_token(parts)] {
+            match token {
+                Ok(Some(token)) => match self.token_user(&token) {
+                    Some(Ok(user)) => return Ok(user),
+                    Some(Err(e)) => errors.push(e),
+                    // Without a token file, a token that is no service account's is not
+                    // looked at (the kubeconfig's placeholder).
+                    None if self.tokens.is_none() => {}
+                    None => errors.push("invalid bearer token".into()),
+                },
+                Ok(None) => {}
+                Err(e) => errors.push(e),
             }
         }
         if !errors.is_empty() {
@@ -172,8 +183,17 @@ impl Authentication {
 impl Authentication {
     /// The user a bearer token authenticates as (a TokenReview's question), if any.
     pub fn authenticate_token(&self, token: &str) -> Option<UserInfo> {
-        let user = self.tokens.as_ref()?.user(token)?;
-        Some(user.clone().with_authenticated_group())
+        self.token_user(token)?.ok()
+    }
+
+    /// The token file's user of `token`, else the service account it is a token of; `None`
+    /// when no authenticator knows it, `Err` for a service account token that is invalid.
+    fn token_user(&self, token: &str) -> Option<Result<UserInfo, String>> {
+        if let Some(user) = self.tokens.as_ref().and_then(|t| t.user(token)) {
+            return Some(Ok(user.clone().with_authenticated_group()));
+        }
+        let found = self.service_accounts.authenticate(token, &[])?;
+        Some(found.map(|(user, _)| user.with_authenticated_group()))
     }
 }
 
@@ -230,6 +250,37 @@ pub fn authenticate(config: &Authentication, parts: &mut http::request::Parts) -
         Err(reason) => {
             tracing::info!(path = parts.uri.path(), %reason, "unable to authenticate the request");
             Err(Box::new(response::error(&unauthorized())))
+        }
+    }
+}
+
+/// A service account token is valid only while its account exists with the uid it names
+/// (kube's token validator reads the account): 401 otherwise.
+pub async fn check_service_account_exists(state: &crate::state::ApiState, user: &UserInfo) -> Result<(), ApiError> {
+    let from_token = user
+        .extra
+        .get("authentication.kubernetes.io/credential-id")
+        .is_some_and(|ids| ids.iter().any(|id| id.starts_with("JTI=")));
+    let Some((namespace, name)) =
+        from_token.then(|| crate::authz::impersonation::split_service_account(&user.name)).flatten()
+    else {
+        return Ok(());
+    };
+    let resource = listwatch_meta::Registry.find("", "v1", "serviceaccounts").expect("registered");
+    let store = state.store_of(resource);
+    let cached = match &store.cache {
+        Some(cache) if cache.is_ready() => cache.get(Some(&namespace), &name, 0).await.ok().flatten(),
+        _ => None,
+    };
+    let account = match cached {
+        Some(account) => Some(account),
+        None => store.read(Some(&namespace), &name).await?,
+    };
+    match account {
+        Some(account) if account.uid() == user.uid => Ok(()),
+        _ => {
+            tracing::info!(user = %user.name, "service account token of an account that is gone");
+            Err(unauthorized())
         }
     }
 }

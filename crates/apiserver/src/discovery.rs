@@ -111,6 +111,12 @@ pub fn api_resource_list(state: &ApiState, group: &str, version: &str) -> Option
                 entry["kind"] = json!("Binding");
                 entry["verbs"] = json!(["create"]);
             }
+            if *sub == Subresource::Token {
+                entry["group"] = json!("authentication.k8s.io");
+                entry["version"] = json!("v1");
+                entry["kind"] = json!("TokenRequest");
+                entry["verbs"] = json!(["create"]);
+            }
             list.push(entry);
         }
     }

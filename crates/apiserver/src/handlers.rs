@@ -18,7 +18,6 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::{Method, Request};
 use hyper::body::Incoming;
-use listwatch_meta::registry::Subresource;
 use listwatch_meta::{ApiError, Resource};
 use serde_json::Value;
 
@@ -50,6 +49,7 @@ pub mod read;
 pub mod scale;
 pub mod schema;
 pub mod strict_decoding;
+pub mod token_request;
 pub mod watch;
 pub mod write;
 
@@ -129,6 +129,7 @@ async fn authorize(
     resource_request: Option<&ResourceRequest>,
 ) -> Result<(), ApiError> {
     let requester = parts.extensions.get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
+    crate::authn::check_service_account_exists(state, &requester).await?;
     let user = crate::authz::impersonation::resolve(state, requester, &parts.headers).await?;
     if state.config.authorization != crate::authz::AuthorizationMode::AlwaysAllow {
         let attributes = crate::authz::Attributes::of_request(&parts.method, path, query, resource_request);
@@ -292,6 +293,9 @@ async fn serve_verb(
             read::refuse_by_fault(&state.read_faults, store, query, true)?;
             watch::watch(state, store, req, query, parts, upgrade).await
         }
+        Verb::Create if req.subresource.as_deref() == Some("token") => {
+            token_request::create(state, store, req, &parts.headers, body).await
+        }
         Verb::Create if crate::authz::reviews::is_review(resource) => {
             let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
             crate::authz::reviews::create(state, resource, req.namespace.as_deref(), &user, &parts.headers, &body).await
@@ -341,8 +345,9 @@ pub(crate) fn resolve(state: &ApiState, req: &ResourceRequest) -> Result<Arc<Res
         });
     }
     let all_namespaces = resource.namespaced && req.namespace.is_none();
-    // `pods/{name}/binding` takes POST only.
-    let binding = req.subresource.as_deref() == Some(Subresource::Binding.name());
+    // `pods/{name}/binding` and `serviceaccounts/{name}/token` take POST only.
+    let binding =
+        resource.subresources.iter().any(|s| s.is_create_only() && req.subresource.as_deref() == Some(s.name()));
     let wrong_path = match req.verb {
         Verb::Create if binding => req.name.is_none(),
         _ if binding => true,

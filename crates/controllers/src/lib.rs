@@ -24,6 +24,7 @@
 //!   alive by Lease renewals and status heartbeats, stopped by an annotation;
 //! * [`scheduler`]: binds pending pods to the fitting node with the fewest pods, through the
 //!   `pods/binding` subresource, or marks them Unschedulable with kube's message;
+//! * [`serviceaccounts`]: a `default` ServiceAccount in every namespace;
 //! * [`node_lifecycle`]: a node whose Lease goes unrenewed becomes Ready=Unknown and tainted
 //!   unreachable, and its pods are evicted once their toleration runs out ([`taints`] matches
 //!   tolerations for both).
@@ -43,6 +44,7 @@ pub mod nodes;
 pub mod pods;
 pub mod replicaset;
 pub mod scheduler;
+pub mod serviceaccounts;
 pub mod stages;
 pub mod taints;
 
@@ -61,17 +63,20 @@ pub enum Controller {
     Scheduler,
     /// [`node_lifecycle`].
     NodeLifecycle,
+    /// [`serviceaccounts`].
+    ServiceAccount,
 }
 
 impl Controller {
     /// Every controller, in the order `--controllers` lists them.
-    pub const ALL: [Controller; 6] = [
+    pub const ALL: [Controller; 7] = [
         Controller::Deployment,
         Controller::ReplicaSet,
         Controller::PodLifecycle,
         Controller::Nodes,
         Controller::Scheduler,
         Controller::NodeLifecycle,
+        Controller::ServiceAccount,
     ];
 
     /// The name `--controllers` takes.
@@ -83,6 +88,7 @@ impl Controller {
             Controller::Nodes => "nodes",
             Controller::Scheduler => "scheduler",
             Controller::NodeLifecycle => "node-lifecycle",
+            Controller::ServiceAccount => "serviceaccount",
         }
     }
 }
@@ -229,6 +235,9 @@ pub fn start(client: Client, selection: &Selection, options: &Options) -> anyhow
     }
     if selection.contains(Controller::Scheduler) {
         starts.push(scheduler::Scheduler::register(client.clone(), &factory)?);
+    }
+    if selection.contains(Controller::ServiceAccount) {
+        starts.push(serviceaccounts::ServiceAccounts::register(client.clone(), &factory)?);
     }
     if selection.contains(Controller::NodeLifecycle) {
         starts.push(node_lifecycle::NodeLifecycle::register(client.clone(), &factory, options.node_lifecycle.clone())?);

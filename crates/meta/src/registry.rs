@@ -26,6 +26,9 @@ pub enum Subresource {
     Scale,
     /// `/binding` of pods: a `v1 Binding` POSTed to put the pod on a node (create only).
     Binding,
+    /// `/token` of service accounts: an `authentication.k8s.io/v1 TokenRequest` POSTed for a
+    /// token of the account (create only).
+    Token,
 }
 
 impl Subresource {
@@ -35,7 +38,13 @@ impl Subresource {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
             Subresource::Binding => "binding",
+            Subresource::Token => "token",
         }
+    }
+
+    /// Whether the subresource takes POST only (a request answered, nothing read or updated).
+    pub fn is_create_only(self) -> bool {
+        matches!(self, Subresource::Binding | Subresource::Token)
     }
 }
 
@@ -391,6 +400,7 @@ pub static BUILTIN: &[Resource] = &[
     resource! {
         plural: "serviceaccounts", singular: "serviceaccount", kind: "ServiceAccount", short_names: &["sa"],
         storage_prefix: "serviceaccounts", delete_returns_object: true, protobuf: Some("k8s.io.api.core.v1.ServiceAccount"),
+        subresources: &[Subresource::Token],
         printer_columns: &[NAME, col("Secrets", "integer", Cell::ListLen("secrets")), AGE],
     },
     resource! {

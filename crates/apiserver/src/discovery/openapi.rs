@@ -287,6 +287,14 @@ fn group_version_document(group: &str, version: &str) -> Value {
                     );
                     continue;
                 }
+                Subresource::Token => {
+                    let request = "io.k8s.api.authentication.v1.TokenRequest";
+                    paths.insert(
+                        format!("{item}/token"),
+                        json!({"post": operation(r, "post", "createToken", ("authentication.k8s.io", "v1", "TokenRequest"), write_params(false), Some((request, OBJECT_TYPES)), request, &["200", "201", "202"])}),
+                    );
+                    continue;
+                }
             };
             let name = sub.name();
             paths.insert(

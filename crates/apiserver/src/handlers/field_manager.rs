@@ -74,7 +74,7 @@ fn reset_fields(resource: &Resource, subresource: Option<Subresource>, objects: 
             names.dedup();
             FieldSet::from_dotted(&names)
         }
-        Some(Subresource::Scale | Subresource::Binding) => FieldSet::new(),
+        Some(Subresource::Scale | Subresource::Binding | Subresource::Token) => FieldSet::new(),
         None if resource.has_subresource(Subresource::Status) => FieldSet::from_dotted(&["status"]),
         None => FieldSet::new(),
     }
