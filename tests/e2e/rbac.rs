@@ -425,3 +425,28 @@ async fn a_service_account_gets_exactly_its_roles_rights() {
     let short = k.run(&["create", "token", "default", "-n", "team", "--duration", "1m"]).await;
     assert!(short.stderr.contains("may not specify a duration less than 10 minutes"), "{short:?}");
 }
+
+/// The default policy is reconciled at every start, as kube reconciles it: a rule taken out
+/// of `view` comes back, unless its owner turned `autoupdate` off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_roles_are_reconciled_at_start() {
+    let (mut server, _files) = start("rbac-reconcile", Backend::Etcd).await;
+    let k = server.kubectl();
+    let rules = |role: Value| role["rules"].as_array().map_or(0, Vec::len);
+    let view = k.get_json(&["clusterrole", "view"]).await;
+    let edit = k.get_json(&["clusterrole", "edit"]).await;
+    let (view_rules, edit_rules) = (rules(view), rules(edit));
+    assert!(view_rules > 5 && edit_rules > view_rules, "{view_rules} {edit_rules}");
+    k.run(&["patch", "clusterrole", "view", "--type=json", "-p", r#"[{"op": "remove", "path": "/rules/0"}]"#])
+        .await
+        .ok();
+    k.run(&["patch", "clusterrole", "edit", "--type=json", "-p", r#"[{"op": "remove", "path": "/rules/0"}]"#])
+        .await
+        .ok();
+    k.run(&["annotate", "clusterrole", "edit", "--overwrite", "rbac.authorization.kubernetes.io/autoupdate=false"])
+        .await
+        .ok();
+    server.restart().await;
+    assert_eq!(rules(k.get_json(&["clusterrole", "view"]).await), view_rules, "view's rule is back");
+    assert_eq!(rules(k.get_json(&["clusterrole", "edit"]).await), edit_rules - 1, "edit is its owner's");
+}

@@ -7,8 +7,11 @@
 //! `kubernetes.io/bootstrapping: rbac-defaults` label and `autoupdate` annotation.
 //!
 //! Only the roles a client can tell apart are here: not kube's controller, node and
-//! certificate roles, which bind identities no listwatch component uses. A role that already
-//! exists is left as it is (kube also adds rules missing from an `autoupdate` role).
+//! certificate roles, which bind identities no listwatch component uses. A default role or
+//! binding that already exists is reconciled as kube reconciles it: while its
+//! `rbac.authorization.kubernetes.io/autoupdate` annotation is `"true"`, the rules (or
+//! subjects) the default has and it lacks are added; with the annotation `"false"` it is left
+//! as its owner made it.
 
 use listwatch_storage::StorageError;
 use serde_json::{Value, json};
@@ -305,13 +308,54 @@ pub async fn ensure(state: &ApiState) -> Result<(), StorageError> {
             object.insert("kind".into(), json!(resource.kind));
             crate::registry::strategy::prepare_for_create(resource, &mut object);
             let bytes = listwatch_meta::object::to_storage_bytes(resource, Value::Object(object));
+            let wanted = serde_json::from_slice::<Value>(&bytes).unwrap_or_default();
             match state.storage.create(store.key(None, &name).as_bytes(), bytes).await {
-                Ok(_) | Err(StorageError::AlreadyExists) => {}
+                Ok(_) => {}
+                Err(StorageError::AlreadyExists) => reconcile(state, store, &name, &wanted).await?,
                 Err(e) => return Err(e),
             }
         }
     }
     Ok(())
+}
+
+/// Adds to an existing default role or binding what the default has and it lacks (its
+/// `rules`, or `subjects`), unless its owner turned `autoupdate` off. A write that loses a
+/// race is left to the next start.
+async fn reconcile(
+    state: &ApiState,
+    store: &crate::registry::ResourceStore,
+    name: &str,
+    wanted: &Value,
+) -> Result<(), StorageError> {
+    let Some(existing) = store.read(None, name).await.map_err(|e| StorageError::Unavailable(e.to_string()))? else {
+        return Ok(());
+    };
+    let mut current = existing.value();
+    let autoupdate = current.pointer("/metadata/annotations/rbac.authorization.kubernetes.io~1autoupdate");
+    if autoupdate.and_then(Value::as_str) == Some("false") {
+        return Ok(());
+    }
+    let field = if store.resource.kind == "ClusterRole" { "rules" } else { "subjects" };
+    let mut list = current.get(field).and_then(Value::as_array).cloned().unwrap_or_default();
+    let before = list.len();
+    for item in wanted.get(field).and_then(Value::as_array).into_iter().flatten() {
+        if !list.contains(item) {
+            list.push(item.clone());
+        }
+    }
+    if list.len() == before {
+        return Ok(());
+    }
+    current[field] = Value::Array(list);
+    if let Some(metadata) = current.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove("resourceVersion");
+    }
+    let bytes = listwatch_meta::object::to_storage_bytes(store.resource, current);
+    match state.storage.update(store.key(None, name).as_bytes(), bytes, existing.resource_version()).await {
+        Ok(_) | Err(StorageError::Conflict { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]
