@@ -254,37 +254,6 @@ pub fn authenticate(config: &Authentication, parts: &mut http::request::Parts) -
     }
 }
 
-/// A service account token is valid only while its account exists with the uid it names
-/// (kube's token validator reads the account): 401 otherwise.
-pub async fn check_service_account_exists(state: &crate::state::ApiState, user: &UserInfo) -> Result<(), ApiError> {
-    let from_token = user
-        .extra
-        .get("authentication.kubernetes.io/credential-id")
-        .is_some_and(|ids| ids.iter().any(|id| id.starts_with("JTI=")));
-    let Some((namespace, name)) =
-        from_token.then(|| crate::authz::impersonation::split_service_account(&user.name)).flatten()
-    else {
-        return Ok(());
-    };
-    let resource = listwatch_meta::Registry.find("", "v1", "serviceaccounts").expect("registered");
-    let store = state.store_of(resource);
-    let cached = match &store.cache {
-        Some(cache) if cache.is_ready() => cache.get(Some(&namespace), &name, 0).await.ok().flatten(),
-        _ => None,
-    };
-    let account = match cached {
-        Some(account) => Some(account),
-        None => store.read(Some(&namespace), &name).await?,
-    };
-    match account {
-        Some(account) if account.uid() == user.uid => Ok(()),
-        _ => {
-            tracing::info!(user = %user.name, "service account token of an account that is gone");
-            Err(unauthorized())
-        }
-    }
-}
-
 /// kube's `apierrors.NewUnauthorized("Unauthorized")`.
 pub fn unauthorized() -> ApiError {
     ApiError(Box::new(listwatch_meta::Status {

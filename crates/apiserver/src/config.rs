@@ -44,7 +44,7 @@ pub struct ServerConfig {
     /// Who may ask (`--token-auth-file`, `--client-ca-file`, `--anonymous-auth`).
     pub authentication: crate::authn::Authentication,
     /// `--authorization-mode`: who may do what once authenticated.
-    pub authorization: crate::authz::AuthorizationMode,
+    pub authorization: crate::authz::attributes::AuthorizationMode,
     /// Create the namespaces kube-apiserver creates at startup (off when storage is to hold
     /// a replayed history, revision for revision).
     pub bootstrap_namespaces: bool,

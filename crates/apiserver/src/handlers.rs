@@ -129,7 +129,7 @@ async fn authorize(
     resource_request: Option<&ResourceRequest>,
 ) -> Result<(), ApiError> {
     let requester = parts.extensions.get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
-    crate::authn::check_service_account_exists(state, &requester).await?;
+    check_service_account_exists(state, &requester).await?;
     let user = crate::authz::impersonation::resolve(state, requester, &parts.headers).await?;
     if state.config.authorization != crate::authz::AuthorizationMode::AlwaysAllow {
         let attributes = crate::authz::Attributes::of_request(&parts.method, path, query, resource_request);
@@ -137,6 +137,37 @@ async fn authorize(
     }
     parts.extensions.insert(user);
     Ok(())
+}
+
+/// A service account token is valid only while its account exists with the uid it names
+/// (kube's token validator reads the account): 401 otherwise.
+async fn check_service_account_exists(state: &ApiState, user: &UserInfo) -> Result<(), ApiError> {
+    let from_token = user
+        .extra
+        .get("authentication.kubernetes.io/credential-id")
+        .is_some_and(|ids| ids.iter().any(|id| id.starts_with("JTI=")));
+    let Some((namespace, name)) =
+        from_token.then(|| crate::authn::service_account::split_username(&user.name)).flatten()
+    else {
+        return Ok(());
+    };
+    let resource = listwatch_meta::Registry.find("", "v1", "serviceaccounts").expect("registered");
+    let store = state.store_of(resource);
+    let cached = match &store.cache {
+        Some(cache) if cache.is_ready() => cache.get(Some(&namespace), &name, 0).await.ok().flatten(),
+        _ => None,
+    };
+    let account = match cached {
+        Some(account) => Some(account),
+        None => store.read(Some(&namespace), &name).await?,
+    };
+    match account {
+        Some(account) if account.uid() == user.uid => Ok(()),
+        _ => {
+            tracing::info!(user = %user.name, "service account token of an account that is gone");
+            Err(crate::authn::unauthorized())
+        }
+    }
 }
 
 /// The methods `path` has a route for, as a 405's `Allow` lists them.

@@ -219,6 +219,13 @@ impl ServiceAccountTokens {
     }
 }
 
+/// `system:serviceaccount:<namespace>:<name>` split (kube's `serviceaccount.SplitUsername`).
+pub fn split_username(user: &str) -> Option<(String, String)> {
+    let rest = user.strip_prefix("system:serviceaccount:")?;
+    let (namespace, name) = rest.split_once(':')?;
+    (!namespace.is_empty() && !name.is_empty() && !name.contains(':')).then(|| (namespace.into(), name.into()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

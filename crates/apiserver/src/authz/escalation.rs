@@ -35,7 +35,7 @@ impl Guard {
         if !checked {
             return None;
         }
-        Some(Guard { policy: state.rbac.get(state).await, user: user.clone(), resource })
+        Some(Guard { policy: super::policy(state).await, user: user.clone(), resource })
     }
 
     /// Whether the user may store `object` in `namespace` ("" for cluster-scoped).

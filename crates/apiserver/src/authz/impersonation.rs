@@ -8,6 +8,7 @@ use http::HeaderMap;
 use listwatch_meta::ApiError;
 
 use super::Attributes;
+use crate::authn::service_account::split_username;
 use crate::authn::{ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS, UserInfo};
 use crate::state::ApiState;
 
@@ -91,7 +92,7 @@ fn asked_for(headers: &HeaderMap) -> Result<Vec<Asked>, ApiError> {
     let mut asked = Vec::new();
     let user = headers.get(USER).map(text).filter(|u| !u.is_empty());
     if let Some(user) = &user {
-        asked.push(match split_service_account(user) {
+        asked.push(match split_username(user) {
             Some((namespace, name)) => Asked::ServiceAccount { namespace, name },
             None => Asked::User(user.clone()),
         });
@@ -135,13 +136,6 @@ fn describe(asked: &Asked) -> String {
     }
 }
 
-/// `system:serviceaccount:<namespace>:<name>` split (kube's `serviceaccount.SplitUsername`).
-pub fn split_service_account(user: &str) -> Option<(String, String)> {
-    let rest = user.strip_prefix("system:serviceaccount:")?;
-    let (namespace, name) = rest.split_once(':')?;
-    (!namespace.is_empty() && !name.is_empty() && !name.contains(':')).then(|| (namespace.into(), name.into()))
-}
-
 fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -168,10 +162,10 @@ mod tests {
 
     #[test]
     fn service_account_users_split_as_kube_splits_them() {
-        assert_eq!(split_service_account("system:serviceaccount:ns:sa"), Some(("ns".into(), "sa".into())));
-        assert_eq!(split_service_account("system:serviceaccount:ns"), None);
-        assert_eq!(split_service_account("system:serviceaccount:ns:a:b"), None);
-        assert_eq!(split_service_account("alice"), None);
+        assert_eq!(split_username("system:serviceaccount:ns:sa"), Some(("ns".into(), "sa".into())));
+        assert_eq!(split_username("system:serviceaccount:ns"), None);
+        assert_eq!(split_username("system:serviceaccount:ns:a:b"), None);
+        assert_eq!(split_username("alice"), None);
     }
 
     #[test]

@@ -21,9 +21,9 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Attributes, Decision};
+use super::attributes::{Attributes, Decision};
 use crate::authn::UserInfo;
-use crate::state::ApiState;
+use crate::registry::ResourceStore;
 
 pub const GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -169,17 +169,18 @@ pub struct PolicyCache {
     current: Mutex<Option<([i64; 4], Arc<Policy>)>>,
 }
 
-const RESOURCES: [&str; 4] = ["clusterroles", "roles", "clusterrolebindings", "rolebindings"];
+/// The RBAC resources, in the order [`PolicyCache::get`] takes their stores.
+pub const RESOURCES: [&str; 4] = ["clusterroles", "roles", "clusterrolebindings", "rolebindings"];
 
-fn resource(plural: &str) -> &'static Resource {
+/// The RBAC resource `plural`.
+pub fn resource(plural: &str) -> &'static Resource {
     Registry.find(GROUP, "v1", plural).expect("the RBAC resources are registered")
 }
 
 impl PolicyCache {
-    /// The policy as the caches hold it now (as storage holds it when a cache is off or not
-    /// ready).
-    pub async fn get(&self, state: &ApiState) -> Arc<Policy> {
-        let stores: Vec<_> = RESOURCES.iter().map(|plural| state.store_of(resource(plural)).clone()).collect();
+    /// The policy as the caches of `stores` (the four RBAC resources', [`stores`]) hold it
+    /// now (as storage holds it when a cache is off or not ready).
+    pub async fn get(&self, stores: &[Arc<ResourceStore>]) -> Arc<Policy> {
         let caches: Option<Vec<_>> = stores.iter().map(|s| s.cache.as_ref().filter(|c| c.is_ready())).collect();
         let key = caches.as_ref().map(|caches| {
             let mut key = [0; 4];
@@ -194,7 +195,7 @@ impl PolicyCache {
             return policy.clone();
         }
         let mut lists = Vec::with_capacity(4);
-        for store in &stores {
+        for store in stores {
             let objects = match store.cache.as_ref().filter(|c| c.is_ready()) {
                 Some(cache) => cache.list(None, None, None).await.map(|l| l.items).ok(),
                 None => None,
@@ -366,11 +367,6 @@ impl Policy {
         });
         (rules, errors)
     }
-}
-
-/// The RBAC decision for a user who is not in `system:masters`.
-pub async fn authorize(state: &ApiState, user: &UserInfo, a: &Attributes) -> Decision {
-    state.rbac.get(state).await.authorize(user, a)
 }
 
 #[cfg(test)]

@@ -189,7 +189,7 @@ async fn rules_review(state: &ApiState, user: &UserInfo, spec: &Value) -> Value 
     let namespace = spec.get("namespace").and_then(Value::as_str).unwrap_or_default();
     let (rules, errors) = match state.config.authorization {
         AuthorizationMode::AlwaysAllow => (vec![everything(), everywhere()], Vec::new()),
-        AuthorizationMode::Rbac => state.rbac.get(state).await.rules_for(user, namespace),
+        AuthorizationMode::Rbac => super::policy(state).await.rules_for(user, namespace),
     };
     let resource_rules: Vec<Value> = rules
         .iter()
