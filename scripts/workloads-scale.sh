@@ -7,7 +7,9 @@
 #   scripts/workloads-scale.sh [DEPLOYMENTS] [REPLICAS]      # default 100 x 10
 #
 # LISTWATCH_SERVE_ARGS adds flags to `serve` (e.g. "--nodes 1000": the pods are then scheduled
-# onto fake nodes, which are registered before the Deployments are created).
+# onto fake nodes, which are registered before the Deployments are created). Without a
+# --nodes there, the server runs with --nodes 0 and the pods run unbound (serve's default
+# single node would hold only 110 of them).
 #
 # Needs `cargo build --release` first (target/release/listwatch, or $LISTWATCH_BIN) and kubectl.
 set -euo pipefail
@@ -16,8 +18,12 @@ replicas=${2:-10}
 bin=${LISTWATCH_BIN:-${CARGO_TARGET_DIR:-target}/release/listwatch}
 dir=$(mktemp -d)
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$dir"' EXIT
+case "${LISTWATCH_SERVE_ARGS:-}" in
+  *--nodes*) nodes_flag= ;;
+  *) nodes_flag="--nodes 0" ;;
+esac
 # shellcheck disable=SC2086 # the extra flags are split on purpose
-"$bin" serve --ephemeral --addr 127.0.0.1:0 --kubeconfig "$dir/kubeconfig" ${LISTWATCH_SERVE_ARGS:-} >"$dir/log" 2>&1 &
+"$bin" serve --ephemeral --addr 127.0.0.1:0 --kubeconfig "$dir/kubeconfig" $nodes_flag ${LISTWATCH_SERVE_ARGS:-} >"$dir/log" 2>&1 &
 server=$!
 for _ in $(seq 100); do [ -s "$dir/kubeconfig" ] && grep -q "serving on" "$dir/log" && break; sleep 0.1; done
 case "${LISTWATCH_SERVE_ARGS:-}" in

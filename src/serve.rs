@@ -174,9 +174,11 @@ pub struct ServeArgs {
     #[arg(long)]
     stage_seed: Option<u64>,
     /// Fake nodes to register (node-0 .. node-N-1) and keep alive with Lease renewals and
-    /// status heartbeats, as kwok's; pods then run only once the scheduler binds them. A node
-    /// annotated listwatch.dev/heartbeats=stopped stops renewing, as if it went away.
-    #[arg(long, default_value_t = 0)]
+    /// status heartbeats, as kwok's; pods then run only once the scheduler binds them. One by
+    /// default, as a kwok or kind cluster has (`kubectl get nodes` shows node-0); 0 for none,
+    /// when unbound pods run. A node annotated listwatch.dev/heartbeats=stopped stops renewing,
+    /// as if it went away.
+    #[arg(long, default_value_t = 1)]
     nodes: usize,
     /// How long a node's Lease may go unrenewed before the node lifecycle controller marks it
     /// Ready=Unknown and taints it unreachable (kube-controller-manager's flag).

@@ -22,8 +22,9 @@ on_both_backends!(
 /// How long anything a controller does may take here (pods start after 100 ms).
 const SETTLE: Duration = Duration::from_secs(30);
 
+/// Every controller, no nodes (pods run unbound; nodes.rs has them on nodes).
 async fn start(name: &str, backend: Backend) -> Server {
-    Server::start(name, backend, &["--controllers=all", "--pod-start-delay=100ms"]).await
+    Server::start(name, backend, &["--controllers=all", "--pod-start-delay=100ms", "--nodes=0"]).await
 }
 
 /// Waits until `check` returns `Some`, asking again every 100 ms; panics with `what` after

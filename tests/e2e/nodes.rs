@@ -5,12 +5,13 @@
 //! toleration runs out. The binding subresource answers as kube-apiserver's.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::controllers::{eventually, items};
 use crate::on_both_backends;
-use crate::support::{Backend, Kubectl, Server, assert_status};
+use crate::support::{Backend, Kubectl, Server, Watch, assert_status};
 
 on_both_backends!(
     binding_puts_a_pod_on_a_node_once,
@@ -66,6 +67,36 @@ fn per_node(pods: &[Value]) -> BTreeMap<String, usize> {
 
 fn binding(pod: &str, kind: &str, node: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": pod}, "target": {"apiVersion": "v1", "kind": kind, "name": node}})
+}
+
+/// `serve` registers one node by default, as a kwok or kind cluster has one: the first
+/// `kubectl get nodes` shows node-0 Ready. (The harness runs servers bare, with
+/// `--controllers=none`: `all` is `serve`'s own default; `--nodes` is left to its default.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_default_server_has_one_ready_node() {
+    let server = Server::start("nodes-default", Backend::Memory, &["--controllers=all"]).await;
+    // Awaited on a watch (its initial events, then the changes) until node-0 reports Ready.
+    let mut watch = Watch::open(&server, "/api/v1/nodes?watch=1").await;
+    assert_eq!(watch.status, 200);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_millis(1));
+        let event = watch.next(left).await.expect("the nodes watch runs on");
+        let node = &event["object"];
+        let ready = node["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+        if event["type"] != "DELETED" && node["metadata"]["name"] == "node-0" && ready {
+            break;
+        }
+    }
+    // The fake nodes are registered together: node-0 there, every node is.
+    let (code, list) = server.get("/api/v1/nodes").await;
+    assert_eq!(code, 200, "{list}");
+    let names: Vec<Value> = items(&list).iter().map(|n| n["metadata"]["name"].clone()).collect();
+    assert_eq!(names, [json!("node-0")], "{list}");
+    let statuses = node_statuses(&server.kubectl(), 1).await;
+    assert_eq!(statuses, BTreeMap::from([("node-0".to_owned(), "Ready".to_owned())]));
 }
 
 async fn binding_puts_a_pod_on_a_node_once(backend: Backend) {

@@ -34,7 +34,7 @@ async fn default_stages_take_a_pod_through_container_creating_to_running() {
     let server = Server::start(
         "stages-default",
         Backend::Memory,
-        &["--controllers=all", "--pod-start-delay=3s", "--stage-seed=1"],
+        &["--controllers=all", "--nodes=0", "--pod-start-delay=3s", "--stage-seed=1"],
     )
     .await;
     let k = server.kubectl();
@@ -90,7 +90,7 @@ async fn failure_stages_show_error_oomkilled_and_crashloopbackoff() {
     let server = Server::start(
         "stages-crashloop",
         Backend::Memory,
-        &["--controllers=all", "--pod-start-delay=100ms", "--stages", &stages],
+        &["--controllers=all", "--nodes=0", "--pod-start-delay=100ms", "--stages", &stages],
     )
     .await;
     let k = server.kubectl();
@@ -179,8 +179,10 @@ async fn a_malformed_stages_file_stops_serve_with_its_line() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_pod_on_a_node_stops_before_its_grace_period_ends() {
+    // No nodes: the pod names node-1, which then need not exist for a kubelet to run it.
     let server =
-        Server::start("stages-delete", Backend::Memory, &["--controllers=all", "--pod-start-delay=100ms"]).await;
+        Server::start("stages-delete", Backend::Memory, &["--controllers=all", "--nodes=0", "--pod-start-delay=100ms"])
+            .await;
     let k = server.kubectl();
     let pod = serde_json::json!({"metadata": {"name": "bound"}, "spec": {"nodeName": "node-1",
         "terminationGracePeriodSeconds": 60, "containers": [{"name": "c", "image": "nginx"}]}});

@@ -369,7 +369,40 @@ async fn writer(client: Client, writes: Arc<Writes>, index: usize) -> Option<Str
 }
 
 /// Runs the etcd row: watchers and writes straight on etcd.
+///
+/// The steps: [`set_up`], [`open_watchers`], etcd's CPU before, [`write`], [`drain`], etcd's
+/// CPU after, then [`collect`] and [`to_row`]. etcd's CPU span starts just before the write
+/// connections open and ends once the watchers have drained, as `bench fanout` spans the
+/// server's.
 pub async fn run(plan: &DirectPlan) -> anyhow::Result<Row> {
+    let setup = set_up(plan).await?;
+    let watchers = open_watchers(plan, &setup).await?;
+    let etcd_before = plan.etcd_pid.and_then(ProcessUsage::of);
+    let writes = write(plan, &setup).await?;
+    drain(plan, &watchers.progress, setup.log.max_rv()).await;
+    let etcd_after = plan.etcd_pid.and_then(ProcessUsage::of);
+    let span = writes.start.elapsed().as_secs_f64();
+    let delivered = collect(watchers, &setup.log, writes.start, writes.seconds).await?;
+    let etcd_cpu_cores = cpu_between(etcd_before, etcd_after).map(|seconds| seconds / span);
+    Ok(to_row(plan, writes, delivered, etcd_cpu_cores, etcd_after))
+}
+
+/// Where the run writes, and from which revision its watchers start.
+struct Setup {
+    /// The run's own key prefix (`/listwatch-bench-direct-<pid>-<ms>/configmaps/default/`).
+    prefix: String,
+    start_revision: u64,
+    /// Every put's send instant by revision, which the watchers' latencies read.
+    log: Arc<WriteLog>,
+    /// The connection that read the start revision, open until the run ends (as it was when
+    /// the published figures were measured).
+    _control: Client,
+}
+
+/// Chooses a key prefix of the run's own, reads etcd's current revision (every watcher starts
+/// after it, so each must see every put), and resets etcd's peak RSS where the kernel allows,
+/// so that the peak covers the watchers and the writes only.
+async fn set_up(plan: &DirectPlan) -> anyhow::Result<Setup> {
     let millis = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis();
     let prefix = format!("/listwatch-bench-direct-{}-{millis}/configmaps/{NAMESPACE}/", std::process::id());
     let control = connect(&plan.endpoint).await?;
@@ -383,15 +416,28 @@ pub async fn run(plan: &DirectPlan) -> anyhow::Result<Row> {
     if let Some(pid) = plan.etcd_pid {
         reset_peak_rss_of(pid);
     }
+    Ok(Setup { prefix, start_revision, log, _control: control })
+}
 
-    // Watchers, `watchers_per_connection` to a connection.
+/// The running watchers.
+struct Watchers {
+    progress: Vec<Arc<Progress>>,
+    handles: Vec<tokio::task::JoinHandle<WatcherOutcome>>,
+    /// Flipped to stop every watcher.
+    stop: watch::Sender<bool>,
+}
+
+/// Starts the watchers, `watchers_per_connection` to a gRPC connection (kube-apiserver shares
+/// its etcd connection between watches too), and waits until etcd has created every watch, so
+/// that no put happens before every watcher is in place.
+async fn open_watchers(plan: &DirectPlan, setup: &Setup) -> anyhow::Result<Watchers> {
     let watch_plan = Arc::new(WatchPlan {
-        prefix: prefix.clone(),
-        start_revision,
-        log: log.clone(),
+        prefix: setup.prefix.clone(),
+        start_revision: setup.start_revision,
+        log: setup.log.clone(),
         connecting: Semaphore::new(64),
     });
-    let (stop_tx, stop_rx) = watch::channel(false);
+    let (stop, stop_rx) = watch::channel(false);
     let connect_started = Instant::now();
     let mut progress = Vec::with_capacity(plan.watchers);
     let mut handles = Vec::with_capacity(plan.watchers);
@@ -420,23 +466,39 @@ pub async fn run(plan: &DirectPlan) -> anyhow::Result<Row> {
         }
     }
     eprintln!(
-        "bench: {} etcd watchers from revision {start_revision} on {} connections in {:.2} s; writing for {:?}",
+        "bench: {} etcd watchers from revision {} on {} connections in {:.2} s; writing for {:?}",
         plan.watchers,
+        setup.start_revision,
         plan.watchers.div_ceil(plan.watchers_per_connection.max(1)),
         connect_started.elapsed().as_secs_f64(),
         plan.duration
     );
+    Ok(Watchers { progress, handles, stop })
+}
 
-    // Writes.
-    let etcd_before = plan.etcd_pid.and_then(ProcessUsage::of);
+/// The write phase's figures.
+struct WritePhase {
+    /// When the write phase began: the start of the delivery window and of etcd's CPU span.
+    start: Instant,
+    /// How long the writers ran.
+    seconds: f64,
+    written: u64,
+    failed: u64,
+    first_error: Option<String>,
+}
+
+/// Runs `write_connections` writers (each its own connection, one put in flight), paced
+/// together for `duration`, each put's send instant logged under its revision. Fails if no
+/// put succeeded: there would be nothing to deliver.
+async fn write(plan: &DirectPlan, setup: &Setup) -> anyhow::Result<WritePhase> {
     let start = Instant::now();
     let writes = Arc::new(Writes {
-        prefix: prefix.clone(),
+        prefix: setup.prefix.clone(),
         padding: objects::padding(plan.object_bytes),
         object_bytes: plan.object_bytes,
         objects_per_connection: plan.objects_per_connection,
         pacer: Pacer { start, end: start + plan.duration, rate: plan.writes_per_sec, tickets: AtomicU64::new(0) },
-        log: log.clone(),
+        log: setup.log.clone(),
         written: AtomicU64::new(0),
         failed: AtomicU64::new(0),
     });
@@ -449,14 +511,18 @@ pub async fn run(plan: &DirectPlan) -> anyhow::Result<Row> {
     for w in writers {
         first_error = first_error.or(w.await?);
     }
-    let write_seconds = start.elapsed().as_secs_f64();
+    let seconds = start.elapsed().as_secs_f64();
     let (written, failed) = (writes.written.load(Ordering::Relaxed), writes.failed.load(Ordering::Relaxed));
     if written == 0 {
         bail!("no write to etcd succeeded: {}", first_error.unwrap_or_default());
     }
+    Ok(WritePhase { start, seconds, written, failed, first_error })
+}
 
-    // Drain: every live watcher reaches the last write.
-    let final_revision = log.max_rv();
+/// Waits (up to `drain_timeout`) until every live watcher has revision `final_revision`, the
+/// last put's, so that the figures count every event the writes caused. Watchers that failed
+/// are not waited for.
+async fn drain(plan: &DirectPlan, progress: &[Arc<Progress>], final_revision: u64) {
     let drain_started = Instant::now();
     loop {
         let behind = progress
@@ -472,13 +538,25 @@ pub async fn run(plan: &DirectPlan) -> anyhow::Result<Row> {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let etcd_after = plan.etcd_pid.and_then(ProcessUsage::of);
-    let span = start.elapsed().as_secs_f64();
-    stop_tx.send_replace(true);
+}
+
+/// What the watchers received, merged.
+struct Delivered {
+    latency: Histogram<u64>,
+    events: u64,
+    /// Logged puts some watcher did not get, summed over the watchers.
+    missing: u64,
+    /// First put → last event received (at least the write phase): what events/s divides by.
+    window: f64,
+}
+
+/// Stops the watchers, merges their latencies and counts (every watcher should get every
+/// logged put), and says on stderr what went wrong: watchers that failed, events seen twice.
+async fn collect(watchers: Watchers, log: &WriteLog, start: Instant, write_seconds: f64) -> anyhow::Result<Delivered> {
+    let Watchers { progress, handles, stop } = watchers;
+    stop.send_replace(true);
     let last_event_at = progress.iter().map(|p| p.last_event_at.load(Ordering::Acquire)).max().unwrap_or(0);
     let window = Duration::from_nanos(last_event_at.saturating_sub(log.at(start))).as_secs_f64().max(write_seconds);
-
-    // Merge.
     let expected = log.recorded();
     let mut latency = report::merged_histogram();
     let (mut events, mut missing, mut duplicates, mut failures) = (0, 0, 0, Vec::new());
@@ -496,19 +574,30 @@ pub async fn run(plan: &DirectPlan) -> anyhow::Result<Row> {
     if duplicates > 0 {
         eprintln!("bench: etcd watchers saw {duplicates} events twice or out of order");
     }
-    if failed > 0 {
-        eprintln!("bench: {failed} puts failed; the first: {}", first_error.unwrap_or_default());
+    Ok(Delivered { latency, events, missing, window })
+}
+
+/// The comparison's row for etcd, with `bench fanout`'s figures: etcd serves these watchers
+/// itself, so its CPU and peak RSS are the row's server figures.
+fn to_row(
+    plan: &DirectPlan,
+    writes: WritePhase,
+    delivered: Delivered,
+    etcd_cpu_cores: Option<f64>,
+    etcd_after: Option<ProcessUsage>,
+) -> Row {
+    if writes.failed > 0 {
+        eprintln!("bench: {} puts failed; the first: {}", writes.failed, writes.first_error.unwrap_or_default());
     }
-    let etcd_cpu_cores = cpu_between(etcd_before, etcd_after).map(|seconds| seconds / span);
-    let latency = LatencySummary::of(&latency);
-    Ok(Row {
+    let latency = LatencySummary::of(&delivered.latency);
+    Row {
         name: "etcd-direct".into(),
         watchers: plan.watchers,
         object_size: plan.object_bytes,
         // gRPC and protobuf: the comparison files the row under the point's transport.
         transport: super::transport::Transport::Http2,
         encoding: super::transport::WireEncoding::Protobuf,
-        events_per_sec: events as f64 / window,
+        events_per_sec: delivered.events as f64 / delivered.window,
         latency_p50_ms: latency.p50_ms,
         latency_p99_ms: latency.p99_ms,
         latency,
@@ -516,9 +605,9 @@ pub async fn run(plan: &DirectPlan) -> anyhow::Result<Row> {
         server_cpu_cores: etcd_cpu_cores,
         server_peak_rss_bytes: etcd_after.map(|u| u.peak_rss_bytes),
         etcd_cpu_cores,
-        writes: written,
-        writes_per_sec: written as f64 / write_seconds,
-        missing_events: missing,
+        writes: writes.written,
+        writes_per_sec: writes.written as f64 / writes.seconds,
+        missing_events: delivered.missing,
         note: format!(
             "{} etcd watches of one prefix, {} per gRPC connection (a Watch stream each); {} put connections over {} keys of {} B",
             plan.watchers,
@@ -527,7 +616,7 @@ pub async fn run(plan: &DirectPlan) -> anyhow::Result<Row> {
             plan.write_connections.max(1) * plan.objects_per_connection.max(1),
             plan.object_bytes
         ),
-    })
+    }
 }
 
 /// `listwatch bench etcd-direct` (hidden): the etcd row alone.

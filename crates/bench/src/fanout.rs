@@ -503,14 +503,51 @@ pub async fn run(args: FanoutArgs) -> anyhow::Result<()> {
 }
 
 /// One fan-out run against `server`; with `etcd_pid`, etcd's CPU over the same span too.
+///
+/// The steps, in the order the module doc gives them: [`set_up`], [`open_watchers`], then the
+/// CPU figures before, [`write`], [`drain`], the figures after, and [`collect`] and
+/// [`summarize`]. The span the CPU figures cover starts just before the first write and ends
+/// once the watchers have drained, so it holds the writes and every delivery they cause, and
+/// neither connecting the watchers nor tearing them down.
 pub(super) async fn measure(
     args: &FanoutArgs,
     server: &ServerUnderTest,
     etcd_pid: Option<u32>,
 ) -> anyhow::Result<FanoutResult> {
-    let tag = objects::run_tag();
+    let setup = set_up(args, server).await?;
+    let watchers = open_watchers(args, server, &setup).await?;
+    let before = UsageSnapshot::take(server, etcd_pid);
+    let writes = write(args, server, &setup, &watchers.counters).await?;
+    let drain = drain(args, &watchers, &setup.log, &writes.bar).await;
+    let after = UsageSnapshot::take(server, etcd_pid);
+    let span = writes.start.elapsed().as_secs_f64();
+    writes.bar.finish_and_clear();
+    let delivered = collect(watchers, &setup.log, writes.start, writes.seconds).await?;
+    let usage = usage_between(&before, &after, span);
+    Ok(summarize(args, server, &setup, writes, drain, delivered, usage))
+}
 
-    // Setup: the kind, the padding, then the common starting resourceVersion.
+/// What the run writes and watches, settled before any watcher starts.
+struct Setup {
+    /// This run's tag in object names (runs against one server do not collide).
+    tag: String,
+    kind: BenchKind,
+    /// Padding per object that makes it `--object-size` bytes as stored.
+    padding_bytes: usize,
+    /// The resourceVersion every watcher starts from.
+    start_rv: u64,
+    /// Watched collections, one per namespace the watchers are spread over; writes go to the
+    /// first.
+    collections: Vec<String>,
+    /// Every write's send instant by resourceVersion, which the watchers' latencies read.
+    log: Arc<WriteLog>,
+}
+
+/// Prepares the kind (a custom resource's CRD), calibrates the padding with a probe
+/// object, and takes the starting resourceVersion from a `limit=1` LIST, so that every watcher
+/// starts at one revision and must see every write after it.
+async fn set_up(args: &FanoutArgs, server: &ServerUnderTest) -> anyhow::Result<Setup> {
+    let tag = objects::run_tag();
     let mut control = HttpConnection::connect(server.addr).await?;
     let kind = objects::prepare(&mut control, args.kind, &args.namespace).await?;
     let collection = kind.collection(&args.namespace);
@@ -523,22 +560,39 @@ pub(super) async fn measure(
     }
     let start_rv = resource_version_of(&listed).context("the LIST has no resourceVersion")?;
     // Watching a namespace does not need it to exist (as in kube), so the others are not created.
-    let collections: Vec<String> = std::iter::once(collection.clone())
+    let collections: Vec<String> = std::iter::once(collection)
         .chain((1..args.watcher_namespaces.max(1)).map(|k| kind.collection(&format!("{}-{k}", args.namespace))))
         .collect();
-    let spread = collections.len();
     let log = Arc::new(WriteLog::new(start_rv + 1));
+    Ok(Setup { tag, kind, padding_bytes, start_rv, collections, log })
+}
 
-    // Watchers.
+/// The running watchers.
+struct Watchers {
+    /// Each watcher's running totals, in watcher order (watcher `i` watches collection
+    /// `i % spread`).
+    counters: Vec<Arc<WatcherCounters>>,
+    handles: Vec<tokio::task::JoinHandle<WatcherOutcome>>,
+    /// Flipped to stop every watcher.
+    stop: watch::Sender<bool>,
+    /// How many collections the watchers are spread over.
+    spread: usize,
+}
+
+/// Starts `--watchers` watcher tasks (at most 64 connecting at once), spread round the
+/// collections, and waits until every one has its watch's answer, so that no write happens
+/// before every watcher is in place.
+async fn open_watchers(args: &FanoutArgs, server: &ServerUnderTest, setup: &Setup) -> anyhow::Result<Watchers> {
+    let spread = setup.collections.len();
     let plan = Arc::new(WatchPlan {
         connector: Connector::new(args.transport, args.encoding, server.addr, args.streams_per_connection),
         encoding: args.encoding,
         full_decode: args.decode,
-        collections,
-        log: log.clone(),
+        collections: setup.collections.clone(),
+        log: setup.log.clone(),
         connecting: Semaphore::new(64),
     });
-    let (stop_tx, stop_rx) = watch::channel(false);
+    let (stop, stop_rx) = watch::channel(false);
     let connect_started = Instant::now();
     let mut counters = Vec::with_capacity(args.watchers);
     let mut handles = Vec::with_capacity(args.watchers);
@@ -547,7 +601,14 @@ pub(super) async fn measure(
         let c = Arc::new(WatcherCounters::default());
         let (ready_tx, ready_rx) = oneshot::channel();
         let collection = i % spread;
-        handles.push(tokio::spawn(watcher(plan.clone(), collection, start_rv, c.clone(), stop_rx.clone(), ready_tx)));
+        handles.push(tokio::spawn(watcher(
+            plan.clone(),
+            collection,
+            setup.start_rv,
+            c.clone(),
+            stop_rx.clone(),
+            ready_tx,
+        )));
         counters.push(c);
         readies.push(ready_rx);
     }
@@ -559,28 +620,69 @@ pub(super) async fn measure(
         }
     }
     eprintln!(
-        "bench: {} watchers from resourceVersion {start_rv} connected in {:.2} s; writing for {:?}",
+        "bench: {} watchers from resourceVersion {} connected in {:.2} s; writing for {:?}",
         args.watchers,
+        setup.start_rv,
         connect_started.elapsed().as_secs_f64(),
         args.duration
     );
+    Ok(Watchers { counters, handles, stop, spread })
+}
 
-    // Writes.
-    let (server_before, self_before, machine_before) =
-        (server.usage(), ProcessUsage::of_self(), machine_busy_seconds());
-    let etcd_before = etcd_pid.and_then(ProcessUsage::of);
+/// CPU figures at one instant: the server's, the bench's own, the machine's and etcd's. Taken
+/// before the writes and after the drain; the differences are the run's usage.
+struct UsageSnapshot {
+    server: Option<ProcessUsage>,
+    bench: Option<ProcessUsage>,
+    machine: Option<f64>,
+    etcd: Option<ProcessUsage>,
+}
+
+impl UsageSnapshot {
+    fn take(server: &ServerUnderTest, etcd_pid: Option<u32>) -> UsageSnapshot {
+        let (server, bench, machine) = (server.usage(), ProcessUsage::of_self(), machine_busy_seconds());
+        UsageSnapshot { server, bench, machine, etcd: etcd_pid.and_then(ProcessUsage::of) }
+    }
+}
+
+/// The write phase's figures.
+struct WritePhase {
+    /// When the first write was due: the start of the delivery window and of the usage span.
+    start: Instant,
+    /// How long the writers ran.
+    seconds: f64,
+    /// Events the watchers had received when the writers finished.
+    events_during_writes: u64,
+    latency: Histogram<u64>,
+    succeeded: u64,
+    failed: u64,
+    unlogged: u64,
+    first_error: Option<String>,
+    /// The progress display, which the drain goes on using.
+    bar: indicatif::ProgressBar,
+}
+
+/// Runs `--write-connections` writers, paced together, for `--duration`, showing the
+/// write and event rates as they go, then merges what the writers report. Each write's send
+/// instant goes into the log, which is what the watchers' latencies are measured against.
+async fn write(
+    args: &FanoutArgs,
+    server: &ServerUnderTest,
+    setup: &Setup,
+    counters: &[Arc<WatcherCounters>],
+) -> anyhow::Result<WritePhase> {
     let start = Instant::now();
     let write_plan = Arc::new(WritePlan {
         addr: server.addr,
-        kind: kind.clone(),
+        kind: setup.kind.clone(),
         namespace: args.namespace.clone(),
-        tag: tag.clone(),
-        padding: objects::padding(padding_bytes),
+        tag: setup.tag.clone(),
+        padding: objects::padding(setup.padding_bytes),
         rate: args.writes_per_sec,
         objects_per_connection: args.objects_per_connection,
         start,
         end: start + args.duration,
-        log: log.clone(),
+        log: setup.log.clone(),
         tickets: AtomicU64::new(0),
         written: AtomicU64::new(0),
     });
@@ -590,60 +692,83 @@ pub(super) async fn measure(
     let (mut last_events, mut last_writes, mut last_tick) = (0, 0, Instant::now());
     while !writers.iter().all(tokio::task::JoinHandle::is_finished) {
         tokio::time::sleep(Duration::from_millis(250)).await;
-        let (events, writes) = (sum(&counters, |c| &c.events), write_plan.written.load(Ordering::Relaxed));
+        let (events, writes) = (sum(counters, |c| &c.events), write_plan.written.load(Ordering::Relaxed));
         let dt = last_tick.elapsed().as_secs_f64();
         bar.set_position(start.elapsed().as_secs().min(args.duration.as_secs()));
         bar.set_message(format!(
             "{writes} writes ({:.0}/s), {events} events ({:.0}/s), {} re-watches",
             (writes - last_writes) as f64 / dt,
             (events - last_events) as f64 / dt,
-            sum(&counters, |c| &c.early_ends)
+            sum(counters, |c| &c.early_ends)
         ));
         (last_events, last_writes, last_tick) = (events, writes, Instant::now());
     }
-    let write_seconds = start.elapsed().as_secs_f64();
-    let events_during_writes = sum(&counters, |c| &c.events);
-    let mut write_latency = report::merged_histogram();
+    let seconds = start.elapsed().as_secs_f64();
+    let events_during_writes = sum(counters, |c| &c.events);
+    let mut latency = report::merged_histogram();
     let (mut succeeded, mut failed, mut unlogged, mut first_error) = (0, 0, 0, None);
     for w in writers {
         let outcome = w.await?.map_err(|e| server.annotate(e))?;
-        report::merge(&mut write_latency, &outcome.latency);
+        report::merge(&mut latency, &outcome.latency);
         succeeded += outcome.written;
         failed += outcome.failed;
         unlogged += outcome.unlogged;
         first_error = first_error.or(outcome.first_error);
     }
+    Ok(WritePhase { start, seconds, events_during_writes, latency, succeeded, failed, unlogged, first_error, bar })
+}
 
-    // Drain: every live watcher reaches the last write.
+/// How the drain went.
+struct Drain {
+    /// Every live watcher of the written namespace got the last write in time.
+    drained: bool,
+    seconds: f64,
+}
+
+/// Waits (up to `--drain-timeout`) until every live watcher of the written namespace
+/// has the last write, so that the figures count every event the writes caused. Watchers
+/// that stopped for good (failed, expired) are not waited for.
+async fn drain(args: &FanoutArgs, watchers: &Watchers, log: &WriteLog, bar: &indicatif::ProgressBar) -> Drain {
     bar.set_message("waiting for every watcher to get the last write");
     let final_rv = log.max_rv();
-    let drain_started = Instant::now();
+    let started = Instant::now();
     let drained = loop {
         // Only the watchers of the written namespace (every `spread`-th) get the writes.
-        let behind = counters
+        let behind = watchers
+            .counters
             .iter()
-            .step_by(spread)
+            .step_by(watchers.spread)
             .filter(|c| c.done.load(Ordering::Acquire) == 0 && c.last_rv.load(Ordering::Acquire) < final_rv)
             .count();
         if behind == 0 {
             break true;
         }
-        if drain_started.elapsed() > args.drain_timeout {
+        if started.elapsed() > args.drain_timeout {
             eprintln!("bench: {behind} watchers did not get the last write within {:?}", args.drain_timeout);
             break false;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
-    let drain_seconds = drain_started.elapsed().as_secs_f64();
-    let (server_after, self_after, machine_after) = (server.usage(), ProcessUsage::of_self(), machine_busy_seconds());
-    let etcd_after = etcd_pid.and_then(ProcessUsage::of);
-    let span = start.elapsed().as_secs_f64();
-    bar.finish_and_clear();
-    stop_tx.send_replace(true);
+    Drain { drained, seconds: started.elapsed().as_secs_f64() }
+}
+
+/// What the watchers received, merged.
+struct Delivered {
+    latency: Histogram<u64>,
+    events: u64,
+    bytes: u64,
+    completeness: Completeness,
+    /// First write → last event received (at least the write phase): what events/s divides by.
+    window: f64,
+}
+
+/// Stops the watchers, then merges their latencies and counts, and checks that each
+/// watcher of the written namespace got every logged write (the others should get none).
+async fn collect(watchers: Watchers, log: &WriteLog, start: Instant, write_seconds: f64) -> anyhow::Result<Delivered> {
+    let Watchers { counters, handles, stop, spread } = watchers;
+    stop.send_replace(true);
     let last_event_at = counters.iter().map(|c| c.last_event_at.load(Ordering::Acquire)).max().unwrap_or(0);
     let window = Duration::from_nanos(last_event_at.saturating_sub(log.at(start))).as_secs_f64().max(write_seconds);
-
-    // Merge.
     let expected = log.recorded();
     let mut latency = report::merged_histogram();
     let mut completeness = Completeness {
@@ -677,21 +802,53 @@ pub(super) async fn measure(
             completeness.first_failure = completeness.first_failure.or(w.failure);
         }
     }
-    let server_cpu = cpu_between(server_before, server_after);
-    let bench_cpu = cpu_between(self_before, self_after);
-    let other_cpu = other_cpu_seconds(machine_before, machine_after, server_cpu, bench_cpu);
-    let result = FanoutResult {
+    Ok(Delivered { latency, events, bytes, completeness, window })
+}
+
+/// The CPU and memory the run used between the two snapshots, over `span` seconds: the
+/// server's, the bench's, etcd's, and what other processes took meanwhile (which should be
+/// near 0 for the figures to stand).
+fn usage_between(before: &UsageSnapshot, after: &UsageSnapshot, span: f64) -> Usage {
+    let server_cpu = cpu_between(before.server, after.server);
+    let bench_cpu = cpu_between(before.bench, after.bench);
+    let other_cpu = other_cpu_seconds(before.machine, after.machine, server_cpu, bench_cpu);
+    Usage {
+        server_cpu_seconds: server_cpu,
+        server_cpu_cores: server_cpu.map(|c| c / span),
+        server_system_cpu_seconds: system_between(before.server, after.server),
+        server_peak_rss_mib: after.server.map(|u| report::mib(u.peak_rss_bytes)),
+        etcd_cpu_cores: cpu_between(before.etcd, after.etcd).map(|c| c / span),
+        bench_cpu_seconds: bench_cpu,
+        bench_cpu_cores: bench_cpu.map(|c| c / span),
+        other_cpu_cores: other_cpu.map(|c| c / span),
+    }
+}
+
+/// The result as reported and written to `--output`: the parameters, then the write,
+/// delivery, completeness and usage figures.
+fn summarize(
+    args: &FanoutArgs,
+    server: &ServerUnderTest,
+    setup: &Setup,
+    writes: WritePhase,
+    drain: Drain,
+    delivered: Delivered,
+    usage: Usage,
+) -> FanoutResult {
+    let Delivered { latency, events, bytes, completeness, window } = delivered;
+    let (server_cpu, bench_cpu) = (usage.server_cpu_seconds, usage.bench_cpu_seconds);
+    FanoutResult {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         server: server.url.clone(),
         backend: server.backend.clone(),
         parameters: Parameters {
             kind: args.kind,
             watchers: args.watchers,
-            watcher_namespaces: spread,
+            watcher_namespaces: setup.collections.len(),
             writes_per_sec: args.writes_per_sec,
             duration_seconds: args.duration.as_secs_f64(),
             object_size: args.object_size,
-            padding_bytes,
+            padding_bytes: setup.padding_bytes,
             full_decode: args.decode,
             encoding: args.encoding,
             transport: args.transport,
@@ -700,39 +857,29 @@ pub(super) async fn measure(
             namespace: args.namespace.clone(),
         },
         writes: WriteFigures {
-            succeeded,
-            failed,
-            unlogged,
-            per_second: succeeded as f64 / write_seconds,
-            latency: LatencySummary::of(&write_latency),
-            first_error,
+            succeeded: writes.succeeded,
+            failed: writes.failed,
+            unlogged: writes.unlogged,
+            per_second: writes.succeeded as f64 / writes.seconds,
+            latency: LatencySummary::of(&writes.latency),
+            first_error: writes.first_error,
         },
         delivery: DeliveryFigures {
             events,
             events_per_second: events as f64 / window,
-            events_per_second_during_writes: events_during_writes as f64 / write_seconds,
+            events_per_second_during_writes: writes.events_during_writes as f64 / writes.seconds,
             bytes,
             mib_per_second: report::mib(bytes) / window,
             events_per_server_cpu_second: server_cpu.map(|c| events as f64 / c),
             events_per_server_and_bench_cpu_second: server_cpu.zip(bench_cpu).map(|(s, b)| events as f64 / (s + b)),
             latency: LatencySummary::of(&latency),
             delivery_window_seconds: window,
-            drain_seconds,
-            drained,
+            drain_seconds: drain.seconds,
+            drained: drain.drained,
         },
         completeness,
-        usage: Usage {
-            server_cpu_seconds: server_cpu,
-            server_cpu_cores: server_cpu.map(|c| c / span),
-            server_system_cpu_seconds: system_between(server_before, server_after),
-            server_peak_rss_mib: server_after.map(|u| report::mib(u.peak_rss_bytes)),
-            etcd_cpu_cores: cpu_between(etcd_before, etcd_after).map(|c| c / span),
-            bench_cpu_seconds: bench_cpu,
-            bench_cpu_cores: bench_cpu.map(|c| c / span),
-            other_cpu_cores: other_cpu.map(|c| c / span),
-        },
-    };
-    Ok(result)
+        usage,
+    }
 }
 
 pub(super) fn print_summary(r: &FanoutResult) {

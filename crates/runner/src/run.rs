@@ -151,6 +151,10 @@ impl Cluster {
         let binary = std::env::current_exe().context("finding the listwatch binary")?;
         let token_file = identities.token_file.display().to_string();
         let tls = !scenario.commands.is_empty();
+        // With the controllers, no fake nodes unless the scenario asks for some (`serve`'s
+        // default is one): the deployments' pods run unbound, as they did before nodes.
+        let asks_nodes = scenario.backend.server_args.iter().any(|a| a == "--nodes" || a.starts_with("--nodes="));
+        let no_nodes = (scenario.workload.deployments.is_some() && !asks_nodes).then_some("--nodes=0");
         let builder = |i: usize| {
             Server::builder()
                 .name(&format!("simulate-{i}"))
@@ -161,6 +165,7 @@ impl Cluster {
                 .args(scenario.backend.server_args.iter())
                 // The controllers make the deployments' pods (the harness runs servers bare).
                 .args(scenario.workload.deployments.is_some().then_some("--controllers=all"))
+                .args(no_nodes)
         };
         let (etcd, backend) = match scenario.backend.kind {
             BackendKind::Ephemeral => (None, Backend::Ephemeral),

@@ -29,6 +29,7 @@ use listwatch_apiextensions::names;
 use listwatch_meta::{ApiError, Object, WatchEvent};
 use serde_json::Value;
 
+use super::follow::{Follower, follow};
 use crate::customresources::{ServedCrd, resource};
 use crate::options::DeleteOptions;
 use crate::registry::custom_strategy::CLEANUP_FINALIZER;
@@ -46,7 +47,8 @@ pub async fn start(state: &Arc<ApiState>) -> Result<(), ApiError> {
     let mut controller =
         Controller { state: Arc::downgrade(state), known: BTreeMap::new(), finalizing: Default::default() };
     controller.relist(state).await?;
-    tokio::spawn(controller.run(from));
+    let (store, shutdown) = (state.crds().clone(), state.shutdown.clone());
+    tokio::spawn(async move { follow(&store, from, shutdown, &mut controller).await });
     Ok(())
 }
 
@@ -76,69 +78,6 @@ impl Controller {
         Ok(())
     }
 
-    async fn run(mut self, mut from: i64) {
-        loop {
-            let Some(state) = self.state.upgrade() else { return };
-            if *state.shutdown.borrow() {
-                return;
-            }
-            let mut shutdown = state.shutdown.clone();
-            let opened = super::follow::watch_from(state.crds(), from).await;
-            drop(state);
-            let mut source = match opened {
-                Ok(source) => source,
-                Err(e) => {
-                    if e.code() == 410 {
-                        from = self.relist_now().await.unwrap_or(from);
-                    } else {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                    continue;
-                }
-            };
-            let mut events = Vec::new();
-            let mut expired = false;
-            loop {
-                events.clear();
-                let more = tokio::select! {
-                    more = source.next_batch(&mut events, 64) => more,
-                    _ = shutdown.wait_for(|down| *down) => return,
-                };
-                let Some(state) = self.state.upgrade() else { return };
-                for event in &events {
-                    match event {
-                        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                            from = o.resource_version();
-                            self.known.insert(o.name().to_owned(), o.clone());
-                            self.reconcile(&state, o.name()).await;
-                        }
-                        WatchEvent::Deleted(o) => {
-                            from = o.resource_version();
-                            self.known.remove(o.name());
-                            self.reconcile(&state, o.name()).await;
-                        }
-                        WatchEvent::Bookmark { resource_version, .. } => from = *resource_version,
-                        WatchEvent::Error(e) => expired |= e.code() == 410,
-                    }
-                }
-                if !more {
-                    break;
-                }
-            }
-            if expired {
-                from = self.relist_now().await.unwrap_or(from);
-            }
-        }
-    }
-
-    /// After a 410: everything again, and the revision to watch from.
-    async fn relist_now(&mut self) -> Option<i64> {
-        let state = self.state.upgrade()?;
-        let now = state.storage.current_revision().await.ok()?;
-        self.relist(&state).await.ok()?;
-        Some(now)
-    }
-
     /// Brings the served state of CRD `name`, and its status, in line with what is stored.
     async fn reconcile(&mut self, state: &Arc<ApiState>, name: &str) {
         let Some(object) = self.known.get(name).cloned() else {
@@ -166,6 +105,37 @@ impl Controller {
         if is_finalizable(&crd) && self.finalizing.lock().insert(name.to_owned()) {
             tokio::spawn(finalize(self.state.clone(), name.to_owned(), self.finalizing.clone()));
         }
+    }
+}
+
+/// The CRDs' changes, as [`follow`] reports them.
+impl Follower for Controller {
+    /// As long as the server is there (its shutdown ends the follow first).
+    fn wanted(&self) -> bool {
+        self.state.strong_count() > 0
+    }
+
+    async fn change(&mut self, event: &WatchEvent) {
+        let Some(state) = self.state.upgrade() else { return };
+        match event {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                self.known.insert(o.name().to_owned(), o.clone());
+                self.reconcile(&state, o.name()).await;
+            }
+            WatchEvent::Deleted(o) => {
+                self.known.remove(o.name());
+                self.reconcile(&state, o.name()).await;
+            }
+            WatchEvent::Bookmark { .. } | WatchEvent::Error(_) => {}
+        }
+    }
+
+    /// After a 410: everything again, and the revision to watch from.
+    async fn expired(&mut self) -> Option<i64> {
+        let state = self.state.upgrade()?;
+        let now = state.storage.current_revision().await.ok()?;
+        self.relist(&state).await.ok()?;
+        Some(now)
     }
 }
 

@@ -62,6 +62,7 @@ use tokio::sync::mpsc;
 
 use listwatch_meta::WatchEvent;
 
+use super::follow::{Follower, follow};
 use crate::options::DeleteOptions;
 use crate::registry::ResourceStore;
 use crate::registry::update::Step;
@@ -136,88 +137,67 @@ async fn follow_custom_resources(
 async fn watch_owners(
     state: Weak<ApiState>,
     store: Arc<ResourceStore>,
-    mut from: i64,
+    from: i64,
     signals: mpsc::UnboundedSender<Signal>,
 ) {
-    loop {
-        let Some(strong) = state.upgrade() else { return };
-        // A custom resource's store that is no longer served (its CRD changed or went).
-        if *strong.shutdown.borrow() || !strong.stores().iter().any(|s| Arc::ptr_eq(s, &store)) {
-            return;
-        }
-        let mut shutdown = strong.shutdown.clone();
-        let opened = super::follow::watch_from(&store, from).await;
-        drop(strong);
-        let mut source = match opened {
-            Ok(source) => source,
-            Err(e) if e.code() == 410 => {
-                restart_from_now(&state, &mut from, &signals).await;
-                continue;
-            }
-            Err(_) => {
-                // Not ready yet (or storage away): try again from the same place.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let mut events = Vec::new();
-        let mut expired = false;
-        loop {
-            events.clear();
-            let more = tokio::select! {
-                more = source.next_batch(&mut events, WATCH_BATCH) => more,
-                _ = shutdown.wait_for(|down| *down) => return,
-            };
-            for event in &events {
-                match event {
-                    WatchEvent::Deleted(o) => {
-                        from = o.resource_version();
-                        let _ = signals.send(Signal::Job(Job::OwnerDeleted { uid: o.uid().to_string() }));
-                    }
-                    WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                        from = o.resource_version();
-                        for finalizer in pending_gc_finalizers(o) {
-                            let _ = signals.send(Signal::Job(Job::OwnerFinalizing {
-                                group: store.resource.group,
-                                plural: store.resource.plural,
-                                namespace: namespace_of(o).map(String::from),
-                                name: o.name().to_string(),
-                                uid: o.uid().to_string(),
-                                finalizer,
-                            }));
-                        }
-                        if mentions_owner_references(o) {
-                            // Checked in the next pass (kube's graph builder queues a dependent
-                            // of an owner it has not observed the same way).
-                            let _ =
-                                signals.send(Signal::Job(Job::Dependent { store: store.clone(), object: o.clone() }));
-                        }
-                    }
-                    WatchEvent::Bookmark { resource_version, .. } => from = *resource_version,
-                    // The watch could not start where we were (our place is gone, a 410 sent
-                    // as an ERROR event): it ends, and the next starts from now.
-                    WatchEvent::Error(e) => expired |= e.code() == 410,
-                }
-            }
-            if !more {
-                break;
-            }
-        }
-        if expired {
-            restart_from_now(&state, &mut from, &signals).await;
-        }
-    }
+    let Some(shutdown) = state.upgrade().map(|s| s.shutdown.clone()) else { return };
+    let mut owners = OwnerWatch { state, store: store.clone(), signals };
+    follow(&store, from, shutdown, &mut owners).await;
 }
 
-/// After a 410: the next watch starts from storage's revision now, and a reconcile finds
-/// what may have been missed in between.
-async fn restart_from_now(state: &Weak<ApiState>, from: &mut i64, signals: &mpsc::UnboundedSender<Signal>) {
-    if let Some(strong) = state.upgrade()
-        && let Ok(now) = strong.storage.current_revision().await
-    {
-        *from = now;
+/// One resource's watch, as the collector reads it.
+struct OwnerWatch {
+    state: Weak<ApiState>,
+    store: Arc<ResourceStore>,
+    signals: mpsc::UnboundedSender<Signal>,
+}
+
+impl Follower for OwnerWatch {
+    /// While the server serves the resource (a custom resource's store goes when its CRD
+    /// changes or goes).
+    fn wanted(&self) -> bool {
+        self.state.upgrade().is_some_and(|s| s.stores().iter().any(|s| Arc::ptr_eq(s, &self.store)))
     }
-    let _ = signals.send(Signal::Reconcile);
+
+    async fn change(&mut self, event: &WatchEvent) {
+        match event {
+            WatchEvent::Deleted(o) => {
+                let _ = self.signals.send(Signal::Job(Job::OwnerDeleted { uid: o.uid().to_string() }));
+            }
+            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                for finalizer in pending_gc_finalizers(o) {
+                    let _ = self.signals.send(Signal::Job(Job::OwnerFinalizing {
+                        group: self.store.resource.group,
+                        plural: self.store.resource.plural,
+                        namespace: namespace_of(o).map(String::from),
+                        name: o.name().to_string(),
+                        uid: o.uid().to_string(),
+                        finalizer,
+                    }));
+                }
+                if mentions_owner_references(o) {
+                    // Checked in the next pass (kube's graph builder queues a dependent of an
+                    // owner it has not observed the same way).
+                    let _ =
+                        self.signals.send(Signal::Job(Job::Dependent { store: self.store.clone(), object: o.clone() }));
+                }
+            }
+            WatchEvent::Bookmark { .. } | WatchEvent::Error(_) => {}
+        }
+    }
+
+    /// After a 410: the next watch starts from storage's revision now, and a reconcile finds
+    /// what may have been missed in between.
+    async fn expired(&mut self) -> Option<i64> {
+        // The revision first: the reconcile's listing comes after it, so nothing in between
+        // is missed.
+        let now = match self.state.upgrade() {
+            Some(state) => state.storage.current_revision().await.ok(),
+            None => None,
+        };
+        let _ = self.signals.send(Signal::Reconcile);
+        now
+    }
 }
 
 /// The GC finalizers of an object being deleted.
@@ -238,9 +218,6 @@ fn pending_gc_finalizers(object: &Object) -> Vec<String> {
         })
         .unwrap_or_default()
 }
-
-/// Events taken from a watch at a time.
-const WATCH_BATCH: usize = 256;
 
 /// The shortest and longest wait before a pass that has work left over (foreground owners
 /// waiting for their dependents; failures double the wait up to the longest).
