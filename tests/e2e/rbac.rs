@@ -427,26 +427,70 @@ async fn a_service_account_gets_exactly_its_roles_rights() {
 }
 
 /// The default policy is reconciled at every start, as kube reconciles it: a rule taken out
-/// of `view` comes back, unless its owner turned `autoupdate` off.
+/// of a default role comes back, unless its owner turned `autoupdate` off. (Not aggregated
+/// roles: the aggregation controller rewrites their rules whatever the annotation says.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn default_roles_are_reconciled_at_start() {
     let (mut server, _files) = start("rbac-reconcile", Backend::Etcd).await;
     let k = server.kubectl();
     let rules = |role: Value| role["rules"].as_array().map_or(0, Vec::len);
-    let view = k.get_json(&["clusterrole", "view"]).await;
-    let edit = k.get_json(&["clusterrole", "edit"]).await;
-    let (view_rules, edit_rules) = (rules(view), rules(edit));
-    assert!(view_rules > 5 && edit_rules > view_rules, "{view_rules} {edit_rules}");
-    k.run(&["patch", "clusterrole", "view", "--type=json", "-p", r#"[{"op": "remove", "path": "/rules/0"}]"#])
+    let (kept, owned) = ("system:aggregate-to-view", "system:auth-delegator");
+    let kept_rules = rules(k.get_json(&["clusterrole", kept]).await);
+    let owned_rules = rules(k.get_json(&["clusterrole", owned]).await);
+    assert!(kept_rules > 5 && owned_rules == 2, "{kept_rules} {owned_rules}");
+    let remove_first = r#"[{"op": "remove", "path": "/rules/0"}]"#;
+    k.run(&["patch", "clusterrole", kept, "--type=json", "-p", remove_first]).await.ok();
+    k.run(&["patch", "clusterrole", owned, "--type=json", "-p", remove_first]).await.ok();
+    k.run(&["annotate", "clusterrole", owned, "--overwrite", "rbac.authorization.kubernetes.io/autoupdate=false"])
         .await
         .ok();
-    k.run(&["patch", "clusterrole", "edit", "--type=json", "-p", r#"[{"op": "remove", "path": "/rules/0"}]"#])
-        .await
-        .ok();
-    k.run(&["annotate", "clusterrole", "edit", "--overwrite", "rbac.authorization.kubernetes.io/autoupdate=false"])
-        .await
-        .ok();
+    assert_eq!(rules(k.get_json(&["clusterrole", kept]).await), kept_rules - 1);
     server.restart().await;
-    assert_eq!(rules(k.get_json(&["clusterrole", "view"]).await), view_rules, "view's rule is back");
-    assert_eq!(rules(k.get_json(&["clusterrole", "edit"]).await), edit_rules - 1, "edit is its owner's");
+    assert_eq!(rules(k.get_json(&["clusterrole", kept]).await), kept_rules, "the lost rule is back");
+    assert_eq!(rules(k.get_json(&["clusterrole", owned]).await), owned_rules - 1, "left as its owner made it");
+}
+
+/// A ClusterRole labelled to aggregate into `view` extends it: stored in `view`'s rules (the
+/// aggregation controller) and granted to everyone bound to `view` at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_labelled_cluster_role_aggregates_into_view() {
+    let (server, _files) = start("rbac-aggregation", Backend::Memory).await;
+    let k = server.kubectl();
+    k.run(&["create", "clusterrolebinding", "bob-views", "--clusterrole=view", "--user=bob"]).await.ok();
+    await_yes(&k, &["list", "pods", "--as", "bob"]).await;
+    // (A SubjectAccessReview: kubectl cannot name a resource discovery does not list.)
+    let bob_may_list_widgets = || async {
+        let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": "bob", "resourceAttributes": {"group": "example.com", "resource": "widgets", "verb": "list"}}});
+        let response = server
+            .http
+            .post(server.api("/apis/authorization.k8s.io/v1/subjectaccessreviews"))
+            .bearer_auth("admin-token")
+            .json(&review)
+            .send()
+            .await
+            .unwrap();
+        let body: Value = response.json().await.unwrap();
+        body["status"]["allowed"] == true
+    };
+    assert!(!bob_may_list_widgets().await);
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "widget-viewer", "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+        "rules": [{"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get", "list", "watch"]}]});
+    k.run_with_input(&["create", "-f", "-"], &role.to_string()).await.ok();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !bob_may_list_widgets().await {
+        assert!(Instant::now() < deadline, "bob never got the aggregated rule");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let view = k.get_json(&["clusterrole", "view"]).await;
+        let stored = view["rules"].as_array().unwrap().iter().any(|r| r["resources"] == json!(["widgets"]));
+        if stored {
+            break;
+        }
+        assert!(Instant::now() < deadline, "view never held the widget rule: {view}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

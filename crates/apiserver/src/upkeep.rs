@@ -2,6 +2,7 @@
 //!
 //! * [`crds`]: the CRD controllers (names, establishing, serving custom resources, and the
 //!   cleanup of a deleted CRD's instances);
+//! * [`aggregation`]: ClusterRoles with an `aggregationRule` hold the rules they pick;
 //! * [`gc`]: the garbage collector (propagation policies, dangling owner references);
 //! * [`graceful`]: the kubelet's removal of a pod once its grace period is over;
 //! * [`namespaces`]: the cleanup of a deleted namespace's content, then of the namespace.
@@ -19,6 +20,7 @@ use tokio::sync::mpsc;
 use crate::registry::MarkedForDeletion;
 use crate::state::ApiState;
 
+pub mod aggregation;
 pub mod crds;
 mod follow;
 pub mod gc;
@@ -30,6 +32,7 @@ pub async fn start(state: &Arc<ApiState>, marked: mpsc::UnboundedReceiver<Marked
     // Stored CRDs are served again first, so the other controllers see their resources too.
     crds::start(state).await?;
     gc::start(state).await?;
+    aggregation::start(state).await?;
     let (cleanup_tx, cleanup_rx) = mpsc::unbounded_channel();
     tokio::spawn(namespaces::run(Arc::downgrade(state), cleanup_rx));
     tokio::spawn(route_marked(Arc::downgrade(state), marked, cleanup_tx));
