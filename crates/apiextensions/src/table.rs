@@ -10,6 +10,7 @@
 
 use std::time::SystemTime;
 
+use listwatch_gocompat::duration::human_duration;
 use serde_json::{Value, json};
 
 use crate::crd::{CustomResourceColumnDefinition, CustomResourceDefinitionVersion};
@@ -109,48 +110,6 @@ fn age(created: SystemTime, now: SystemTime) -> String {
         Err(e) if e.duration().as_secs() < 2 => "0s".into(),
         Err(_) => "<invalid>".into(),
     }
-}
-
-/// k8s.io/apimachinery `duration.HumanDuration`. (listwatch-encoding has the same function,
-/// private to it; one home in listwatch-meta would serve both.)
-pub fn human_duration(seconds: i64) -> String {
-    if seconds < -1 {
-        return "<invalid>".into();
-    }
-    if seconds < 0 {
-        return "0s".into();
-    }
-    if seconds < 60 * 2 {
-        return format!("{seconds}s");
-    }
-    let minutes = seconds / 60;
-    if minutes < 10 {
-        let s = seconds % 60;
-        return if s == 0 { format!("{minutes}m") } else { format!("{minutes}m{s}s") };
-    }
-    if minutes < 60 * 3 {
-        return format!("{minutes}m");
-    }
-    let hours = minutes / 60;
-    if hours < 8 {
-        let m = minutes % 60;
-        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
-    }
-    if hours < 48 {
-        return format!("{hours}h");
-    }
-    if hours < 24 * 8 {
-        let h = hours % 24;
-        return if h == 0 { format!("{}d", hours / 24) } else { format!("{}d{h}h", hours / 24) };
-    }
-    if hours < 24 * 365 * 2 {
-        return format!("{}d", hours / 24);
-    }
-    if hours < 24 * 365 * 8 {
-        let dy = (hours / 24) % 365;
-        return if dy == 0 { format!("{}y", hours / 24 / 365) } else { format!("{}y{dy}d", hours / 24 / 365) };
-    }
-    format!("{}y", hours / 24 / 365)
 }
 
 #[cfg(test)]

@@ -1,8 +1,11 @@
 //! RFC 3339 times, as `metav1.Time` writes them (`2024-05-01T12:34:56Z`, with optional fractional
 //! seconds and a numeric offset): all an `ExecCredential`'s `expirationTimestamp` and a
-//! controller's condition times need, without a date library.
+//! controller's condition times need, without a date library (the calendar is
+//! listwatch-gocompat's).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use listwatch_gocompat::time::{days_from_civil, format_rfc3339};
 
 /// The instant `text` names, or `None` if it is not an RFC 3339 date-time.
 pub fn parse(text: &str) -> Option<SystemTime> {
@@ -48,40 +51,13 @@ pub fn parse(text: &str) -> Option<SystemTime> {
 /// `time` as `metav1.Time` writes it: UTC, whole seconds (`2024-05-01T12:34:56Z`).
 pub fn format(time: SystemTime) -> String {
     let seconds = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, second_of_day) = ((seconds / 86_400) as i64, seconds % 86_400);
-    let (year, month, day) = civil_from_days(days);
-    let (hour, minute, second) = (second_of_day / 3600, second_of_day % 3600 / 60, second_of_day % 60);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let days = days + 719_468;
-    let era = days.div_euclid(146_097);
-    let day_of_era = days - era * 146_097;
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_from_march = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
-    (year_of_era + era * 400 + i64::from(month <= 2), month, day)
+    format_rfc3339(i64::try_from(seconds).unwrap_or(i64::MAX))
 }
 
 /// The decimal number at `range` of `text`, digits only.
 fn number_in(text: &str, range: std::ops::Range<usize>) -> Option<i64> {
     let digits = text.get(range)?;
     digits.bytes().all(|b| b.is_ascii_digit()).then(|| digits.parse().ok())?
-}
-
-/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let month_from_march = (month + 9) % 12;
-    let day_of_year = (153 * month_from_march + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
 }
 
 #[cfg(test)]

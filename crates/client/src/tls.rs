@@ -3,8 +3,9 @@
 //! ring is the crypto provider (it builds with a C compiler only, unlike aws-lc-rs which needs
 //! cmake). Trust roots follow client-go: the kubeconfig's CA bundle alone when one is given,
 //! otherwise well-known public roots. `insecure-skip-tls-verify` installs a verifier that accepts
-//! any certificate but still checks the handshake signatures, so the session keys are at least
-//! bound to the certificate the server presented.
+//! any certificate but still checks the handshake signatures, as Go's `InsecureSkipVerify` does
+//! (listwatch-gocompat's `tls`), so the session keys are at least bound to the certificate the
+//! server presented.
 //!
 //! Without a client certificate in the kubeconfig, an exec credential plugin may provide one: the
 //! handshake then presents the one the plugin last returned (requests run the plugin, when its
@@ -12,11 +13,10 @@
 
 use std::sync::Arc;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::WebPkiSupportedAlgorithms;
+use listwatch_gocompat::tls::AcceptAnyCertificate;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::{ClientConfig, RootCertStore, SignatureScheme};
 
 use crate::config::TlsSettings;
 use crate::error::Error;
@@ -31,9 +31,7 @@ pub fn client_config(settings: &TlsSettings, exec: Option<Arc<ExecProvider>>) ->
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::Tls(e.to_string()))?;
     let builder = if settings.insecure_skip_verify {
-        builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(
-            provider.signature_verification_algorithms,
-        )))
+        builder.dangerous().with_custom_certificate_verifier(AcceptAnyCertificate::for_provider(&provider))
     } else {
         let mut roots = RootCertStore::empty();
         match &settings.ca_pem {
@@ -91,43 +89,5 @@ impl rustls::client::ResolvesClientCert for ExecClientCertificate {
 
     fn has_certs(&self) -> bool {
         self.0.kept().is_some_and(|credentials| credentials.certified_key.is_some())
-    }
-}
-
-#[derive(Debug)]
-struct AcceptAnyCertificate(WebPkiSupportedAlgorithms);
-
-impl ServerCertVerifier for AcceptAnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
     }
 }

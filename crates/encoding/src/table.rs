@@ -8,6 +8,7 @@
 use std::time::SystemTime;
 
 use bytes::{BufMut, Bytes, BytesMut};
+use listwatch_gocompat::duration::human_duration;
 use listwatch_meta::object::lookup;
 use listwatch_meta::registry::{Cell, PrinterColumn};
 use listwatch_meta::{Object, Resource};
@@ -163,47 +164,6 @@ fn age(created: Option<SystemTime>, now: SystemTime) -> String {
         Err(e) if e.duration().as_secs() < 2 => "0s".into(),
         Err(_) => "<invalid>".into(),
     }
-}
-
-/// k8s.io/apimachinery `duration.HumanDuration`.
-pub(crate) fn human_duration(seconds: i64) -> String {
-    if seconds < -1 {
-        return "<invalid>".into();
-    }
-    if seconds < 0 {
-        return "0s".into();
-    }
-    if seconds < 60 * 2 {
-        return format!("{seconds}s");
-    }
-    let minutes = seconds / 60;
-    if minutes < 10 {
-        let s = seconds % 60;
-        return if s == 0 { format!("{minutes}m") } else { format!("{minutes}m{s}s") };
-    }
-    if minutes < 60 * 3 {
-        return format!("{minutes}m");
-    }
-    let hours = minutes / 60;
-    if hours < 8 {
-        let m = minutes % 60;
-        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
-    }
-    if hours < 48 {
-        return format!("{hours}h");
-    }
-    if hours < 24 * 8 {
-        let h = hours % 24;
-        return if h == 0 { format!("{}d", hours / 24) } else { format!("{}d{h}h", hours / 24) };
-    }
-    if hours < 24 * 365 * 2 {
-        return format!("{}d", hours / 24);
-    }
-    if hours < 24 * 365 * 8 {
-        let dy = (hours / 24) % 365;
-        return if dy == 0 { format!("{}y", hours / 24 / 365) } else { format!("{}y{dy}d", hours / 24 / 365) };
-    }
-    format!("{}y", hours / 24 / 365)
 }
 
 fn text(v: Option<&Value>) -> Option<String> {
@@ -471,15 +431,6 @@ fn node_roles(node: &Value) -> String {
 mod tests {
     use super::*;
     use listwatch_meta::Registry;
-
-    #[test]
-    fn human_durations() {
-        assert_eq!(human_duration(5), "5s");
-        assert_eq!(human_duration(125), "2m5s");
-        assert_eq!(human_duration(600), "10m");
-        assert_eq!(human_duration(3 * 3600 + 60), "3h1m");
-        assert_eq!(human_duration(50 * 3600), "2d2h");
-    }
 
     #[test]
     fn pod_rows() {

@@ -19,8 +19,9 @@
 //!   byte appended, the smallest key after it ([`ContinueToken::for_next_page`]).
 //!
 //! Encoding reproduces Go's `encoding/json` string escaping (`<`, `>`, `&`,
-//! U+2028 and U+2029 as `\u....`, NUL as `\u0000`), so the token for a given
-//! key and revision is byte-identical to kube's.
+//! U+2028 and U+2029 as `\u....`, NUL as `\u0000`, backspace as `\b`; see
+//! listwatch-gocompat's `json::Escaping::EncodingJson`), so the token for a
+//! given key and revision is byte-identical to kube's.
 //!
 //! [`ContinueToken::decode`] applies kube's checks in kube's order and with
 //! kube's messages ([`ContinueError`]); kube-apiserver answers them with
@@ -42,19 +43,20 @@
 //! * `start` that `path.Clean` would change (`..`, `//`, a trailing `/`), the
 //!   guard against escaping the collection prefix: `continue key is not valid: <start>`.
 //!
-//! The Go emulations behind those messages have their own files: `go_base64`
-//! (Go's base64url decoding and its error offsets) and `go_json_errors` (Go's
-//! JSON syntax errors and field matching for the token struct).
+//! The Go emulations behind those messages: listwatch-gocompat's `base64`
+//! (Go's base64url decoding and its error offsets) and `json` (Go's JSON
+//! syntax errors), and `go_json_errors` here (Go's field matching for the
+//! token struct).
 
 use std::fmt;
 
-mod go_base64;
 mod go_json_errors;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use listwatch_gocompat::base64::{corrupt_input, decode_raw_url};
+use listwatch_gocompat::json::{Escaping, push_quoted};
 
-use self::go_base64::decode_base64;
 use self::go_json_errors::decode_token_json;
 
 /// The token format version kube writes and accepts.
@@ -158,7 +160,7 @@ impl ContinueToken {
         json.push_str("\",\"rv\":");
         json.push_str(&self.resource_version.to_string());
         json.push_str(",\"start\":");
-        push_go_json_string(&mut json, &self.start_key);
+        push_quoted(&mut json, &self.start_key, Escaping::EncodingJson);
         json.push('}');
         URL_SAFE_NO_PAD.encode(json)
     }
@@ -167,8 +169,8 @@ impl ContinueToken {
     /// The returned `start_key` is cleaned and relative (a leading `/` in the
     /// token is dropped, as kube's prefix join does).
     pub fn decode(token: &str) -> Result<ContinueToken, ContinueError> {
-        let data = decode_base64(token.as_bytes())
-            .map_err(|offset| ContinueError::Malformed(format!("illegal base64 data at input byte {offset}")))?;
+        let data =
+            decode_raw_url(token.as_bytes()).map_err(|offset| ContinueError::Malformed(corrupt_input(offset)))?;
         let fields = decode_token_json(&data).map_err(ContinueError::Malformed)?;
         let version = fields.version.unwrap_or_default();
         if version != CONTINUE_TOKEN_VERSION {
@@ -213,28 +215,6 @@ fn clean_rooted_path(path: &str) -> String {
     format!("/{}", segments.join("/"))
 }
 
-/// Appends `value` as Go's `encoding/json` writes a string (HTML-safe).
-fn push_go_json_string(out: &mut String, value: &str) {
-    use std::fmt::Write as _;
-    out.push('"');
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || matches!(c, '<' | '>' | '&' | '\u{2028}' | '\u{2029}') => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,6 +241,10 @@ mod tests {
         let odd = ContinueToken::new(-1, "a<b>&\"c\"\\\n\t\u{1}\u{2028}é");
         let json = String::from_utf8(URL_SAFE_NO_PAD.decode(odd.encode()).unwrap()).unwrap();
         assert_eq!(json, r#"{"v":"meta.k8s.io/v1","rv":-1,"start":"a\u003cb\u003e\u0026\"c\"\\\n\t\u0001\u2028é"}"#);
+
+        // kube marshals the token with encoding/json, which writes these two short since Go 1.22.
+        let json = URL_SAFE_NO_PAD.decode(ContinueToken::new(1, "a\u{8}\u{c}").encode()).unwrap();
+        assert_eq!(String::from_utf8(json).unwrap(), r#"{"v":"meta.k8s.io/v1","rv":1,"start":"a\b\f"}"#);
     }
 
     #[test]
@@ -315,8 +299,8 @@ mod tests {
         let (head, tail) = encoded.split_at(5);
         assert_eq!(ContinueToken::decode(&format!("{head}\r\n{tail}\n")).unwrap(), ContinueToken::new(4, "k"));
         // Go ignores non-zero bits left over in the last character.
-        assert!(decode_base64(b"QR").is_ok());
-        assert_eq!(decode_base64(b"QR").unwrap(), decode_base64(b"QQ").unwrap());
+        assert!(decode_raw_url(b"QR").is_ok());
+        assert_eq!(decode_raw_url(b"QR").unwrap(), decode_raw_url(b"QQ").unwrap());
     }
 
     #[test]

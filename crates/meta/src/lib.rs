@@ -5,7 +5,6 @@ pub mod apps_validation;
 pub mod continue_token;
 pub mod defaults;
 pub mod fingerprint;
-pub mod go_json;
 pub mod object;
 pub mod pod_validation;
 pub mod rbac_validation;

@@ -31,8 +31,8 @@
 //!   truncated to [`MAX_GENERATED_NAME_LENGTH`] bytes, plus five random
 //!   characters from kube's consonant-and-digit alphabet.
 //! * [`go_quote`]: Go's `strconv.Quote` (the `%q` verb), which kube uses to
-//!   show a bad value inside messages; shared with the other modules of this
-//!   crate that quote values the way kube does.
+//!   show a bad value inside messages (listwatch-gocompat's, re-exported for
+//!   the modules here and the crates that build field errors).
 //!
 //! The texts were read from `k8s.io/apimachinery` `pkg/util/validation/validation.go`,
 //! `pkg/util/validation/field/errors.go`, `pkg/api/validation/generic.go`,
@@ -42,9 +42,8 @@
 use rand::Rng;
 
 mod field_error;
-mod quote;
 pub use field_error::*;
-pub use quote::*;
+pub use listwatch_gocompat::quote::go_quote;
 
 /// Longest DNS-1123 label (RFC 1123 host name label).
 pub const DNS1123_LABEL_MAX_LENGTH: usize = 63;

@@ -29,9 +29,10 @@
 //! Go iterates maps in random order, so kube lists several errors of one map in any order;
 //! here they follow the object's key order.
 
+use listwatch_gocompat::quote::{is_go_printable, push_go_escaped};
 use serde_json::{Map, Value};
 
-use crate::validation::{FieldError, is_dns1123_subdomain, max_len_error, push_go_escaped, regex_error};
+use crate::validation::{FieldError, is_dns1123_subdomain, max_len_error, regex_error};
 
 mod data;
 pub use data::*;
@@ -276,7 +277,7 @@ pub fn validate_field_manager(field_manager: &str) -> Vec<FieldError> {
         errors.push(FieldError::too_long("fieldManager", FIELD_MANAGER_MAX_LENGTH));
     }
     for (position, c) in field_manager.char_indices() {
-        if !crate::validation::is_go_printable(c) {
+        if !is_go_printable(c) {
             errors.push(FieldError::invalid(
                 "fieldManager",
                 field_manager,

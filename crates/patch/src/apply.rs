@@ -56,7 +56,6 @@ mod conflict;
 mod csa_upgrade;
 mod fieldpath;
 pub mod fields_v1;
-mod gojson;
 mod last_applied;
 mod managed;
 mod manager_name;
@@ -377,7 +376,7 @@ fn is_reset(entries: Option<&Value>) -> bool {
 
 /// `now` normalized as kube writes times (UTC, whole seconds).
 fn normalized_time(now: &str) -> String {
-    managed::parse_rfc3339(now).map_or_else(|| now.to_owned(), managed::format_rfc3339)
+    managed::parse_rfc3339(now).map_or_else(|| now.to_owned(), listwatch_gocompat::time::format_rfc3339)
 }
 
 /// A GroupVersionKind as Go prints it: `apps/v1, Kind=Deployment`,

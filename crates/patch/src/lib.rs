@@ -25,11 +25,10 @@
 //! applies one like a JSON merge patch for lists, for callers that want that.
 
 pub mod apply;
-mod go_sort;
-mod gofmt;
 mod schema;
 mod strategic;
 
+use listwatch_gocompat::json::json_kind;
 use serde_json::{Map, Value};
 
 pub use schema::{ListStrategy, NoSchema, PatchSchema, TableSchema, builtin_schema};
@@ -108,18 +107,6 @@ impl PatchError {
     }
 }
 
-/// Go's name for the JSON kind of a value that is not an object.
-fn go_json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// The patch as an object; `null` is an empty patch, as for kube's decoder.
 fn patch_object(patch: &Value) -> Result<Map<String, Value>, PatchError> {
     match patch {
@@ -127,7 +114,7 @@ fn patch_object(patch: &Value) -> Result<Map<String, Value>, PatchError> {
         Value::Null => Ok(Map::new()),
         other => Err(PatchError::InvalidBody(format!(
             "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-            go_json_kind(other)
+            json_kind(other)
         ))),
     }
 }
@@ -201,7 +188,7 @@ pub fn decode_json_patch(patch: &Value, decoding: JsonPatchDecoding) -> Result<u
     let cannot = |what: &Value, into: &str| {
         PatchError::InvalidJsonPatch(format!(
             "{prefix}json: cannot unmarshal {} into Go value of type {into}",
-            go_json_kind(what)
+            json_kind(what)
         ))
     };
     let operations = match patch {
@@ -219,7 +206,7 @@ pub fn decode_json_patch(patch: &Value, decoding: JsonPatchDecoding) -> Result<u
                         Some(other) => {
                             return Err(PatchError::InvalidJsonPatch(format!(
                                 "{prefix}json: cannot unmarshal {} into Go struct field jsonPatchOp.{name} of type string",
-                                go_json_kind(other)
+                                json_kind(other)
                             )));
                         }
                     }
@@ -271,7 +258,7 @@ pub fn json_patch(original: &Value, patch: &Value) -> Result<Value, PatchError> 
 /// A decoded JSON value as Go's `%v` prints it (`map[spec:map[replicas:abc]]`), which kube
 /// uses to show a strategic merge patch in its errors.
 pub fn go_value(value: &Value) -> String {
-    gofmt::go_v(value)
+    listwatch_gocompat::fmt::go_v(value)
 }
 
 #[cfg(test)]

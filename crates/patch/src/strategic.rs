@@ -41,11 +41,11 @@
 //! matter (a key and its `$deleteFromPrimitiveList` twin naming the same
 //! value) this follows the patch's own key order.
 
+use listwatch_gocompat::fmt::{go_s, go_type_name, go_v, go_v_lists, is_go_int};
+use listwatch_gocompat::sort::slice_stable;
 use serde_json::{Map, Value};
 
 use crate::PatchError;
-use crate::go_sort::go_stable_sort;
-use crate::gofmt::{go_s, go_type_name, go_v, go_v_lists, is_go_int};
 use crate::schema::{ListStrategy, PatchSchema};
 
 const DIRECTIVE_MARKER: &str = "$patch";
@@ -607,7 +607,7 @@ fn normalize_slice_order(
         items = kept;
         deletions = deleted;
     }
-    go_stable_sort(&mut items, |a, b| {
+    slice_stable(&mut items, |a, b| {
         match (position_in(order, a, key, kind), position_in(order, b, key, kind)) {
             (Some(ia), Some(ib)) => ia < ib,
             // kube's comparator says "less" whenever either is unknown.

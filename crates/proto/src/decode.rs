@@ -24,13 +24,13 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use listwatch_gocompat::time::{format_rfc3339, format_rfc3339_micro};
 use prost_reflect::{DynamicMessage, MapKey, Value as ProtoValue};
 use serde_json::{Map, Number, Value};
 
 use crate::ProtoError;
 use crate::path::Path;
 use crate::schema::{Cardinality, GoJson, Scalar, Schema, Special, ValueType};
-use crate::time::{format_micros, format_seconds};
 
 /// Writes the JSON fields of `message` into `out`, and unknown-field paths into `unknown`.
 pub(crate) fn decode_fields(
@@ -153,11 +153,11 @@ fn special_json(special: Special, dynamic: &DynamicMessage, path: &Path<'_>) -> 
     Ok(match special {
         // Go reads an empty Time as the zero time, which encoding/json writes as null.
         Special::Time | Special::MicroTime if !present(1) && !present(2) => Value::Null,
-        Special::Time => Value::String(format_seconds(number(1).and_then(|v| v.as_i64()).unwrap_or_default())),
+        Special::Time => Value::String(format_rfc3339(number(1).and_then(|v| v.as_i64()).unwrap_or_default())),
         Special::MicroTime => {
             let seconds = number(1).and_then(|v| v.as_i64()).unwrap_or_default();
             let nanos = number(2).and_then(|v| v.as_i32()).unwrap_or_default();
-            Value::String(format_micros(seconds, nanos))
+            Value::String(format_rfc3339_micro(seconds, nanos))
         }
         Special::Quantity => {
             let text = number(1).and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();

@@ -16,23 +16,12 @@
 //! named types the schema cannot show (`v1.RestartPolicy`, `v1.ResourceList`, `types.UID`)
 //! come from a table generated from the Go sources ([`crate::go_types`]).
 
+use listwatch_gocompat::json::json_kind;
+use listwatch_gocompat::{base64, quantity, time};
 use serde_json::{Map, Value};
 
 use crate::go_types::NAMED_GO_TYPES;
-use crate::go_values::{base64_error, quantity_error, time_error};
 use crate::schema::{Cardinality, FieldPlan, Scalar, Schema, Special, ValueType};
-
-/// Go's word for the kind of a JSON value (`UnmarshalTypeError.Value`).
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
 
 pub(crate) fn scalar_go_type(scalar: Scalar) -> &'static str {
     match scalar {
@@ -187,7 +176,7 @@ impl Decoder<'_> {
         match (scalar, value) {
             (Scalar::String, Value::String(_)) | (Scalar::Bool, Value::Bool(_)) => {}
             (Scalar::Bytes, Value::String(text)) => {
-                if let Some(error) = base64_error(text) {
+                if let Some(error) = base64::std_error(text) {
                     self.save(|| error);
                 }
             }
@@ -233,10 +222,12 @@ pub(crate) fn special_error(special: Special, value: &Value) -> Option<String> {
     let std_type_error =
         |go_type: &str, found: &str| format!("json: cannot unmarshal {found} into Go value of type {go_type}");
     match (special, value) {
-        (Special::Time | Special::MicroTime, Value::String(text)) => time_error(text, special == Special::MicroTime),
+        (Special::Time | Special::MicroTime, Value::String(text)) => {
+            time::parse_error(text, special == Special::MicroTime)
+        }
         (Special::Time | Special::MicroTime, value) => Some(std_type_error("string", json_kind(value))),
-        (Special::Quantity, Value::String(text)) => quantity_error(text.trim()).map(str::to_owned),
-        (Special::Quantity, value) => quantity_error(&value.to_string()).map(str::to_owned),
+        (Special::Quantity, Value::String(text)) => quantity::parse_error(text.trim()).map(str::to_owned),
+        (Special::Quantity, value) => quantity::parse_error(&value.to_string()).map(str::to_owned),
         (Special::IntOrString, Value::String(_)) => None,
         (Special::IntOrString, Value::Number(number)) => {
             (!fits(Scalar::Int32, number)).then(|| std_type_error("int32", &format!("number {number}")))

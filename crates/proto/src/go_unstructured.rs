@@ -10,11 +10,11 @@
 //! `float64`; Go converts freely between them and integer fields (no range check). Types with
 //! their own `UnmarshalJSON` get the JSON of the value, as with the decoder.
 
+use listwatch_gocompat::base64;
 use serde_json::{Map, Value};
 
 use crate::go_decode::{scalar_go_type, special_error};
 use crate::go_types::NAMED_GO_TYPES;
-use crate::go_values::base64_error;
 use crate::schema::{Cardinality, GoJson, Scalar, Schema, Special, ValueType};
 
 /// `reflect.Kind` of a value in the unstructured map.
@@ -58,7 +58,7 @@ fn scalar(scalar: Scalar, go_type: &str, value: &Value) -> Result<(), String> {
     let float = matches!(target, "float32" | "float64");
     let unrecognized = || Err(format!("unrecognized type: {target}"));
     match (scalar, value) {
-        (Scalar::Bytes, Value::String(text)) => base64_error(text).map_or(Ok(()), Err),
+        (Scalar::Bytes, Value::String(text)) => base64::std_error(text).map_or(Ok(()), Err),
         (Scalar::Bytes, Value::Array(items)) => {
             items.iter().try_for_each(|item| self::scalar(Scalar::UInt32, "uint8", item))
         }

@@ -44,7 +44,6 @@ mod envelope;
 mod go_decode;
 mod go_types;
 mod go_unstructured;
-mod go_values;
 pub mod json_depth;
 mod path;
 mod schema;

@@ -3,8 +3,10 @@
 //! kube-apiserver formats `Time` as `2006-01-02T15:04:05Z` (UTC, whole seconds) and
 //! `MicroTime` as `2006-01-02T15:04:05.000000Z` (UTC, exactly six fractional digits). When
 //! reading JSON it accepts any RFC 3339 offset and converts to UTC; `Time` drops the fraction
-//! (its protobuf form keeps seconds only). The civil-date arithmetic is Howard Hinnant's
-//! days-from-civil algorithm, valid for the whole range RFC 3339 can spell (years 0000–9999).
+//! (its protobuf form keeps seconds only). The calendar and the two written forms are
+//! listwatch-gocompat's `time`.
+
+use listwatch_gocompat::time::{days_from_civil, days_in_month};
 
 /// A point in time as protobuf `{seconds, nanos}` since the Unix epoch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,7 +29,7 @@ pub(crate) fn parse_rfc3339(text: &str) -> Option<Timestamp> {
     let second = digits(&b[17..19])?;
     if !(1..=12).contains(&month)
         || day < 1
-        || day > days_in_month(year, month)
+        || day > i64::from(days_in_month(year, month as u32))
         || hour > 23
         || minute > 59
         || second > 60
@@ -64,80 +66,31 @@ pub(crate) fn parse_rfc3339(text: &str) -> Option<Timestamp> {
     Some(Timestamp { seconds, nanos: nanos as i32 })
 }
 
-/// `2006-01-02T15:04:05Z`: metav1.Time's JSON form.
-pub(crate) fn format_seconds(seconds: i64) -> String {
-    let (year, month, day, hour, minute, second) = civil(seconds);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
-}
-
-/// `2006-01-02T15:04:05.000000Z`: metav1.MicroTime's JSON form (nanoseconds truncated).
-pub(crate) fn format_micros(seconds: i64, nanos: i32) -> String {
-    let (year, month, day, hour, minute, second) = civil(seconds);
-    let micros = nanos.clamp(0, 999_999_999) / 1000;
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{micros:06}Z")
-}
-
 fn digits(bytes: &[u8]) -> Option<i64> {
     bytes.iter().try_fold(0_i64, |acc, &c| c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0')))
 }
 
-fn is_leap(year: i64) -> bool {
-    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil(seconds: i64) -> (i64, i64, i64, i64, i64, i64) {
-    let days = seconds.div_euclid(86_400);
-    let secs = seconds.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day, secs / 3600, secs % 3600 / 60, secs % 60)
-}
-
 #[cfg(test)]
 mod tests {
+    use listwatch_gocompat::time::{format_rfc3339, format_rfc3339_micro};
+
     use super::*;
 
     #[test]
     fn formats_and_parses_known_instants() {
         // 2024-01-02T03:04:05Z = 1704164645
-        assert_eq!(format_seconds(1_704_164_645), "2024-01-02T03:04:05Z");
+        assert_eq!(format_rfc3339(1_704_164_645), "2024-01-02T03:04:05Z");
         assert_eq!(parse_rfc3339("2024-01-02T03:04:05Z"), Some(Timestamp { seconds: 1_704_164_645, nanos: 0 }));
-        assert_eq!(format_seconds(0), "1970-01-01T00:00:00Z");
-        assert_eq!(format_seconds(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(format_micros(1_704_164_645, 123_456_789), "2024-01-02T03:04:05.123456Z");
+        assert_eq!(format_rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(format_rfc3339_micro(1_704_164_645, 123_456_789), "2024-01-02T03:04:05.123456Z");
         assert_eq!(
             parse_rfc3339("2024-01-02T03:04:05.123456Z"),
             Some(Timestamp { seconds: 1_704_164_645, nanos: 123_456_000 })
         );
         assert_eq!(parse_rfc3339("2024-01-02T05:04:05+02:00").map(|t| t.seconds), Some(1_704_164_645));
         assert_eq!(parse_rfc3339("2023-12-31T23:00:00-01:00").map(|t| t.seconds), Some(1_704_067_200));
-        assert_eq!(format_seconds(-62_135_596_800), "0001-01-01T00:00:00Z");
+        assert_eq!(format_rfc3339(-62_135_596_800), "0001-01-01T00:00:00Z");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::LazyLock;
 
+use listwatch_gocompat::time::days_in_month;
 use regex::Regex;
 
 /// The formats kube validates (normalized: no `-`).
@@ -93,15 +94,7 @@ static BASE64: LazyLock<Regex> =
 
 fn valid_date(year: &str, month: &str, day: &str) -> bool {
     let (Ok(y), Ok(m), Ok(d)) = (year.parse::<u32>(), month.parse::<u32>(), day.parse::<u32>()) else { return false };
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days = match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    (1..=days).contains(&d)
+    (1..=12).contains(&m) && (1..=days_in_month(i64::from(y), m)).contains(&d)
 }
 
 fn valid_date_time(value: &str) -> bool {

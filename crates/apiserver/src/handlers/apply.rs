@@ -100,8 +100,8 @@ fn decode_config(body: &[u8]) -> Result<Value, ApiError> {
         Value::Null => Ok(Value::Object(Map::new())),
         other => Err(ApiError::bad_request(format!(
             "error decoding YAML: error unmarshaling JSON: while decoding JSON: {}",
-            listwatch_meta::go_json::type_error(
-                listwatch_meta::go_json::json_kind(&other),
+            listwatch_gocompat::json::type_error(
+                listwatch_gocompat::json::json_kind(&other),
                 "",
                 "",
                 "map[string]interface {}"

@@ -7,7 +7,8 @@
 use bytes::{Bytes, BytesMut};
 use http::HeaderMap;
 use http_body_util::BodyExt;
-use listwatch_meta::{ApiError, Resource, go_json};
+use listwatch_gocompat::json as go_json;
+use listwatch_meta::{ApiError, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::handlers::kinds;

@@ -16,8 +16,8 @@
 //! unregistered. kube converts between versions of one kind (`apps/v1beta2` Deployment to
 //! `apps/v1`), which this server does not: such bodies get the conversion error.
 
+use listwatch_gocompat::json as go_json;
 use listwatch_meta::Resource;
-use listwatch_meta::go_json;
 use listwatch_meta::validation::go_quote;
 use serde_json::{Map, Value};
 

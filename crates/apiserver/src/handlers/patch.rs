@@ -2,7 +2,8 @@
 //! (the scale subresource's patch is in [`super::scale`], server-side apply in
 //! [`super::apply`]).
 
-use listwatch_meta::{ApiError, go_json};
+use listwatch_gocompat::json as go_json;
+use listwatch_meta::ApiError;
 use serde_json::Value;
 
 use super::field_manager::{self, Ownership, update_manager};

@@ -4,7 +4,8 @@
 //! apply is `super::apply`'s).
 
 use http::HeaderMap;
-use listwatch_meta::{ApiError, go_json};
+use listwatch_gocompat::json as go_json;
+use listwatch_meta::ApiError;
 use serde_json::{Map, Value};
 
 use super::{body_in, schema};

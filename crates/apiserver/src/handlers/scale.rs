@@ -114,10 +114,10 @@ fn scale_replicas(scale: &Value, shown: Option<&dyn Fn() -> String>, strategic: 
         _ if strategic => "unrecognized type: int32".to_owned(),
         Value::Number(n) => match n.as_i64().and_then(|n| i32::try_from(n).ok()) {
             Some(replicas) => return Ok(replicas),
-            None => listwatch_meta::go_json::type_error(&format!("number {n}"), "ScaleSpec", "spec.replicas", "int32"),
+            None => listwatch_gocompat::json::type_error(&format!("number {n}"), "ScaleSpec", "spec.replicas", "int32"),
         },
-        other => listwatch_meta::go_json::type_error(
-            listwatch_meta::go_json::json_kind(other),
+        other => listwatch_gocompat::json::type_error(
+            listwatch_gocompat::json::json_kind(other),
             "ScaleSpec",
             "spec.replicas",
             "int32",

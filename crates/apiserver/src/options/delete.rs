@@ -8,8 +8,8 @@
 //! those as 500s, a bug 1.35 fixed; the 400 is what clients should see. Then
 //! `ValidateDeleteOptions`: a 422 `DeleteOptions.meta.k8s.io "" is invalid`.
 
+use listwatch_gocompat::json as go_json;
 use listwatch_meta::ApiError;
-use listwatch_meta::go_json;
 use listwatch_meta::validation::{FieldError, go_quote};
 use listwatch_meta::write_validation;
 use serde_json::{Map, Value};

@@ -9,7 +9,7 @@
 //! fields as Go does (exact name first, else case-insensitive; the first type
 //! error wins; `null` leaves a field alone).
 
-use crate::validation::push_go_escaped;
+use listwatch_gocompat::json::{JsonKind, quote_char, syntax_error};
 
 /// The token's fields as Go decodes them; `None` when absent or `null`.
 #[derive(Default)]
@@ -19,48 +19,10 @@ pub(super) struct TokenFields {
     pub(super) start: Option<String>,
 }
 
-/// The JSON kinds Go names in `UnmarshalTypeError`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum JsonKind {
-    Object,
-    Array,
-    String,
-    Number,
-    Bool,
-    Null,
-}
-
-impl JsonKind {
-    fn go_name(self) -> &'static str {
-        match self {
-            JsonKind::Object => "object",
-            JsonKind::Array => "array",
-            JsonKind::String => "string",
-            JsonKind::Number => "number",
-            JsonKind::Bool => "bool",
-            JsonKind::Null => "null",
-        }
-    }
-}
-
 /// A value's kind and its raw bytes.
 struct RawValue<'a> {
     kind: JsonKind,
     raw: &'a [u8],
-}
-
-/// Go's `quoteChar`: how the scanner shows the offending byte.
-fn go_quote_char(byte: u8) -> String {
-    match byte {
-        b'\'' => "'\\''".to_owned(),
-        b'"' => "'\"'".to_owned(),
-        byte => {
-            let mut out = String::from("'");
-            push_go_escaped(&mut out, char::from(byte), '"');
-            out.push('\'');
-            out
-        }
-    }
 }
 
 /// A recursive-descent JSON checker that reports the first error exactly as
@@ -76,7 +38,7 @@ const UNEXPECTED_END: &str = "unexpected end of JSON input";
 
 impl<'a> JsonChecker<'a> {
     fn syntax_error(byte: Option<u8>, context: &str) -> String {
-        format!("invalid character {} {context}", go_quote_char(byte.unwrap_or(b' ')))
+        format!("invalid character {} {context}", quote_char(byte.unwrap_or(b' ')))
     }
 
     fn peek(&self) -> Option<u8> {
@@ -264,7 +226,7 @@ impl<'a> JsonChecker<'a> {
             let byte = self.peek();
             if byte != Some(expected) {
                 let context =
-                    format!("in literal {} (expecting {})", String::from_utf8_lossy(word), go_quote_char(expected));
+                    format!("in literal {} (expecting {})", String::from_utf8_lossy(word), quote_char(expected));
                 return Err(Self::syntax_error(byte, &context));
             }
             self.position += 1;
@@ -343,7 +305,7 @@ pub(super) fn decode_token_json(data: &[u8]) -> Result<TokenFields, String> {
     // levels. The checker below recurses once per level, and a token is client input: deeper
     // nesting overflowed the stack. The iterative scan finds the first error; when it is the
     // depth, that is Go's answer, otherwise the checker stops at the same byte, no deeper.
-    if let Some(error) = crate::go_json::syntax_error(data)
+    if let Some(error) = syntax_error(data)
         && error.ends_with("exceeded max depth")
     {
         return Err(error);

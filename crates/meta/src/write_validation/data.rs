@@ -3,6 +3,7 @@
 //! own, for two kinds only, so it sits apart from the metadata and write-option checks beside it;
 //! the parent module re-exports it.
 
+use listwatch_gocompat::json::{json_kind, syntax_error, type_error};
 use serde_json::{Map, Value};
 
 use super::string_entries;
@@ -121,14 +122,12 @@ pub fn secret_type(object: &Map<String, Value>) -> &str {
 
 /// What Go's `json.Unmarshal` into a `map[string]interface{}` says about `bytes`, if it fails.
 fn json_object_error(bytes: &[u8]) -> Option<String> {
-    if let Some(syntax) = crate::go_json::syntax_error(bytes) {
+    if let Some(syntax) = syntax_error(bytes) {
         return Some(syntax);
     }
     match serde_json::from_slice::<Value>(bytes) {
         Ok(Value::Object(_) | Value::Null) => None,
-        Ok(other) => {
-            Some(crate::go_json::type_error(crate::go_json::json_kind(&other), "", "", "map[string]interface {}"))
-        }
+        Ok(other) => Some(type_error(json_kind(&other), "", "", "map[string]interface {}")),
         Err(e) => Some(e.to_string()),
     }
 }

@@ -8,10 +8,13 @@
 //! their texts: `i:2` comes before `i:10`), so the output is byte for byte
 //! what kube writes.
 
+use listwatch_gocompat::json::{Escaping, marshal, quote};
 use serde_json::{Map, Value};
 
 use super::fieldpath::{FieldSet, PathElement};
-use super::gojson;
+
+/// structured-merge-diff writes path elements with json-iterator.
+const JSON: Escaping = Escaping::JsonIterator;
 
 /// The FieldsV1 key of one path element: `f:name`, `k:{…}`, `v:…` or `i:N`,
 /// with the JSON inside written as Go writes it.
@@ -19,13 +22,11 @@ pub fn element_key(element: &PathElement) -> String {
     match element {
         PathElement::Field(name) => format!("f:{name}"),
         PathElement::Key(fields) => {
-            let inner: Vec<String> = fields
-                .iter()
-                .map(|(name, value)| format!("{}:{}", gojson::string(name), gojson::marshal(value)))
-                .collect();
+            let inner: Vec<String> =
+                fields.iter().map(|(name, value)| format!("{}:{}", quote(name, JSON), marshal(value, JSON))).collect();
             format!("k:{{{}}}", inner.join(","))
         }
-        PathElement::Value(value) => format!("v:{}", gojson::marshal(value)),
+        PathElement::Value(value) => format!("v:{}", marshal(value, JSON)),
         PathElement::Index(index) => format!("i:{index}"),
     }
 }
@@ -171,6 +172,12 @@ mod tests {
         set.insert(&[PathElement::field("s"), PathElement::Value(json!("a<b"))]);
         set.insert(&[PathElement::field("s"), PathElement::Value(json!(5))]);
         assert_eq!(encode_string(&set), r#"{"f:l":{"i:2":{},"i:10":{}},"f:s":{"v:5":{},"v:\"a\\u003cb\"":{}}}"#);
+    }
+
+    #[test]
+    fn path_elements_are_written_as_json_iterator_does() {
+        // structured-merge-diff's json-iterator writes backspace and form feed as \u escapes.
+        assert_eq!(element_key(&PathElement::Value(json!("\u{8}\u{c}"))), r#"v:"\u0008\u000c""#);
     }
 
     #[test]

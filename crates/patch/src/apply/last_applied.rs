@@ -9,10 +9,10 @@
 //! the annotation is rewritten to the new configuration, so that a later
 //! client-side apply still sees what was applied last.
 
+use listwatch_gocompat::json::{Escaping, marshal};
 use serde_json::{Map, Value};
 
 use super::fieldpath::FieldSet;
-use super::gojson;
 use super::schema::ApplySchema;
 use super::typed::{compare, to_field_set, validate};
 
@@ -40,7 +40,10 @@ pub(crate) fn build_last_applied(config: &Value) -> String {
     if let Some(Value::Object(annotations)) = config.pointer_mut("/metadata/annotations") {
         annotations.shift_remove(LAST_APPLIED_ANNOTATION);
     }
-    let mut text = gojson::marshal(&config);
+    // kube encodes it with encoding/json (`UnstructuredJSONScheme`), whose Go 1.22 and later
+    // write backspace and form feed as `\b` and `\f`; this has always written json-iterator's
+    // `\u0008` and `\u000c`, kept as it was.
+    let mut text = marshal(&config, Escaping::JsonIterator);
     text.push('\n');
     text
 }

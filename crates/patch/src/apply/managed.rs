@@ -8,11 +8,12 @@
 
 use std::collections::BTreeMap;
 
+use listwatch_gocompat::json::{Escaping, quote};
+use listwatch_gocompat::time::{days_from_civil, format_rfc3339};
 use serde_json::{Map, Value};
 
 use super::fieldpath::{FieldSet, PathElement};
 use super::fields_v1;
-use super::gojson;
 
 /// Kube's cap on `Update` entries; older ones fold into [`ANCIENT_CHANGES`].
 pub const MAX_UPDATE_MANAGERS: usize = 10;
@@ -91,17 +92,21 @@ impl ManagedFieldsEntry {
 /// time, and without `apiVersion` for `Apply`, e.g.
 /// `{"manager":"m1","operation":"Apply"}`.
 pub fn identifier(manager: &str, operation: Operation, api_version: &str, subresource: &str) -> String {
+    // kube marshals the entry with encoding/json, which since Go 1.22 writes `\b` and `\f`
+    // short; identifiers here have always used json-iterator's `\u0008` and `\u000c`. Only
+    // this crate reads them back, so neither is seen outside.
+    let string = |s: &str| quote(s, Escaping::JsonIterator);
     let mut out = String::from("{");
     let mut parts = Vec::new();
     if !manager.is_empty() {
-        parts.push(format!("\"manager\":{}", gojson::string(manager)));
+        parts.push(format!("\"manager\":{}", string(manager)));
     }
     parts.push(format!("\"operation\":\"{}\"", operation.as_str()));
     if operation == Operation::Update && !api_version.is_empty() {
-        parts.push(format!("\"apiVersion\":{}", gojson::string(api_version)));
+        parts.push(format!("\"apiVersion\":{}", string(api_version)));
     }
     if !subresource.is_empty() {
-        parts.push(format!("\"subresource\":{}", gojson::string(subresource)));
+        parts.push(format!("\"subresource\":{}", string(subresource)));
     }
     out.push_str(&parts.join(","));
     out.push('}');
@@ -173,7 +178,10 @@ fn decode_entries(entries: &[Value]) -> Result<Managed, String> {
         match text("fieldsType") {
             "FieldsV1" => {}
             "" => return Err(format!("missing fieldsType in managed fields entry {i}")),
-            other => return Err(format!("invalid fieldsType {} in managed fields entry {i}", gojson::string(other))),
+            other => {
+                let other = quote(other, Escaping::JsonIterator);
+                return Err(format!("invalid fieldsType {other} in managed fields entry {i}"));
+            }
         }
         let set = fields_v1::decode(entry.get("fieldsV1").unwrap_or(&Value::Null))
             .map_err(|e| format!("error decoding versioned set from {entry}: error decoding set: {e}"))?;
@@ -355,36 +363,6 @@ pub(crate) fn parse_rfc3339(text: &str) -> Option<i64> {
         }
     };
     Some(days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset)
-}
-
-/// An RFC 3339 time in UTC, whole seconds, as kube writes `metav1.Time`.
-pub(crate) fn format_rfc3339(seconds: i64) -> String {
-    let (days, rest) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-    let (year, month, day) = civil_from_days(days);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rest / 3600, rest % 3600 / 60, rest % 60)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let day_of_year = (153 * (month + if month > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
-}
-
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z - era * 146_097;
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let mp = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Server-side apply as a client sees it: the spec's examples (§4) and the
 //! assertions of its test list (§7).
 
+use listwatch_gocompat::json::{Escaping, marshal};
 use serde_json::{Value, json};
 
 use super::*;
@@ -341,7 +342,8 @@ fn kubectl_moves_from_client_side_apply_without_conflicts() {
     // What client-side `kubectl apply` creates: the configuration plus the annotation.
     let mut created = config("app:1");
     created["metadata"]["uid"] = json!("u1");
-    created["metadata"]["annotations"] = json!({LAST_APPLIED_ANNOTATION: gojson::marshal(&config("app:1")) + "\n"});
+    created["metadata"]["annotations"] =
+        json!({LAST_APPLIED_ANNOTATION: marshal(&config("app:1"), Escaping::JsonIterator) + "\n"});
     let empty = json!({"apiVersion": "apps/v1", "kind": "Deployment"});
     let live = update(&empty, &created, KUBECTL_CLIENT_SIDE_APPLY, None, &schema, T1);
 
@@ -455,7 +457,7 @@ fn after_kubectls_upgrade_a_dropped_field_is_pruned() {
     created["metadata"]["uid"] = json!("u1");
     created["metadata"]["resourceVersion"] = json!("5");
     created["metadata"]["annotations"] =
-        json!({LAST_APPLIED_ANNOTATION: gojson::marshal(&config(first.clone())) + "\n"});
+        json!({LAST_APPLIED_ANNOTATION: marshal(&config(first.clone()), Escaping::JsonIterator) + "\n"});
     let live = update(
         &json!({"apiVersion": "apps/v1", "kind": "Deployment"}),
         &created,

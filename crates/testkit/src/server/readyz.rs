@@ -4,15 +4,14 @@
 //!
 //! A server started with `--tls-generate` presents a certificate of its own CA; the probe only
 //! asks whether it is ready, so it accepts any certificate (the handshake's signatures are still
-//! checked).
+//! checked: listwatch-gocompat's `InsecureSkipVerify`, which the client uses too).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::WebPkiSupportedAlgorithms;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
+use listwatch_gocompat::tls::AcceptAnyCertificate;
+use rustls::ClientConfig;
+use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -85,51 +84,13 @@ fn server_name(authority: &str) -> Option<ServerName<'static>> {
 
 fn accept_any_certificate() -> ClientConfig {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let algorithms = provider.signature_verification_algorithms;
+    let verifier = AcceptAnyCertificate::for_provider(&provider);
     ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .expect("ring supports the default TLS versions")
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(algorithms)))
+        .with_custom_certificate_verifier(verifier)
         .with_no_client_auth()
-}
-
-#[derive(Debug)]
-struct AcceptAnyCertificate(WebPkiSupportedAlgorithms);
-
-impl ServerCertVerifier for AcceptAnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
-    }
 }
 
 #[cfg(test)]

@@ -1,18 +1,27 @@
-//! The texts of Go's `encoding/json` errors, which kube-apiserver passes on to clients in the
-//! 400s of bodies it cannot decode (`couldn't get version/kind; json parse error: invalid
-//! character '}' looking for beginning of value`).
+//! Go's `encoding/json`, where clients see it: the texts of its errors, which kube-apiserver
+//! passes on in the 400s of bodies it cannot decode (`couldn't get version/kind; json parse
+//! error: invalid character '}' looking for beginning of value`), and the bytes it writes where
+//! kube stores or hands out JSON text it wrote itself (continue tokens, FieldsV1 keys, the
+//! `last-applied-configuration` annotation).
 //!
 //! * [`syntax_error`]: Go's `checkValid`, a byte-at-a-time state machine like Go's scanner, so
 //!   the first offending byte and the words around it are Go's. It keeps an explicit stack, so
 //!   deeply nested input cannot overflow ours; past Go's 10,000 levels it fails as Go does.
+//!   [`quote_char`] is how the scanner shows a byte.
 //! * [`type_error`]: `UnmarshalTypeError`, for a value of the wrong JSON type
 //!   (`json: cannot unmarshal string into Go struct field DeleteOptions.gracePeriodSeconds of
 //!   type int64`).
-//! * [`json_kind`]: Go's word for a JSON value's kind in those messages.
+//! * [`JsonKind`] and [`json_kind`]: Go's word for a JSON value's kind in those messages.
+//! * [`quote`], [`push_quoted`], [`marshal`] and [`number`]: JSON text as Go writes it, with
+//!   [`Escaping`] saying which of Go's two writers (they differ in `\b` and `\f`).
 
 use serde_json::Value;
 
-use crate::validation::go_quote;
+use crate::quote::go_quote;
+
+mod write;
+
+pub use write::{Escaping, marshal, number, push_quoted, quote};
 
 /// Go's `maxNestingDepth`.
 const MAX_NESTING_DEPTH: usize = 10_000;
@@ -51,13 +60,13 @@ enum Container {
     Array,
 }
 
-/// Go's `quoteChar`: the byte in single quotes, escaped as `strconv.Quote` would.
-fn quote_char(c: u8) -> String {
+/// Go's `quoteChar`: how the scanner shows the offending byte, in single quotes and escaped as
+/// `strconv.Quote` would (Go converts the byte to the rune of the same number: 0xC3 is `'Ã'`).
+pub fn quote_char(c: u8) -> String {
     match c {
         b'\'' => "'\\''".to_owned(),
         b'"' => "'\"'".to_owned(),
         _ => {
-            // Go converts the byte to the rune of the same number (0xC3 is 'Ã').
             let quoted = go_quote(&char::from(c).to_string());
             format!("'{}'", &quoted[1..quoted.len() - 1])
         }
@@ -242,16 +251,54 @@ pub fn syntax_error(data: &[u8]) -> Option<String> {
     (!complete).then(|| "unexpected end of JSON input".to_owned())
 }
 
-/// Go's word for the kind of a JSON value in `UnmarshalTypeError`s.
-pub fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
+/// The kinds of JSON value, as Go's `UnmarshalTypeError` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonKind {
+    /// `{...}`
+    Object,
+    /// `[...]`
+    Array,
+    /// `"..."`
+    String,
+    /// A number.
+    Number,
+    /// `true` or `false`.
+    Bool,
+    /// `null`.
+    Null,
+}
+
+impl JsonKind {
+    /// The kind of `value`.
+    pub fn of(value: &Value) -> JsonKind {
+        match value {
+            Value::Null => JsonKind::Null,
+            Value::Bool(_) => JsonKind::Bool,
+            Value::Number(_) => JsonKind::Number,
+            Value::String(_) => JsonKind::String,
+            Value::Array(_) => JsonKind::Array,
+            Value::Object(_) => JsonKind::Object,
+        }
     }
+
+    /// Go's word for the kind (`UnmarshalTypeError.Value`): `object`, `array`, `string`,
+    /// `number`, `bool`, `null`.
+    pub fn go_name(self) -> &'static str {
+        match self {
+            JsonKind::Object => "object",
+            JsonKind::Array => "array",
+            JsonKind::String => "string",
+            JsonKind::Number => "number",
+            JsonKind::Bool => "bool",
+            JsonKind::Null => "null",
+        }
+    }
+}
+
+/// Go's word for the kind of a JSON value in `UnmarshalTypeError`s (`json: cannot unmarshal
+/// string into ...`).
+pub fn json_kind(value: &Value) -> &'static str {
+    JsonKind::of(value).go_name()
 }
 
 /// `UnmarshalTypeError.Error()`: `value` is what was found (`string`, or `number 1.5` for a
@@ -339,6 +386,31 @@ mod tests {
             type_error("array", "", "", "map[string]interface {}"),
             "json: cannot unmarshal array into Go value of type map[string]interface {}"
         );
-        assert_eq!(json_kind(&serde_json::json!([1])), "array");
+    }
+
+    #[test]
+    fn kinds_have_go_names() {
+        use serde_json::json;
+        let cases = [
+            (json!({}), "object"),
+            (json!([1]), "array"),
+            (json!("a"), "string"),
+            (json!(1.5), "number"),
+            (json!(false), "bool"),
+            (json!(null), "null"),
+        ];
+        for (value, name) in cases {
+            assert_eq!(json_kind(&value), name, "{value}");
+        }
+    }
+
+    #[test]
+    fn quote_char_is_the_scanners() {
+        assert_eq!(quote_char(b'x'), "'x'");
+        assert_eq!(quote_char(b'\''), "'\\''");
+        assert_eq!(quote_char(b'"'), "'\"'");
+        assert_eq!(quote_char(b' '), "' '");
+        assert_eq!(quote_char(1), "'\\x01'");
+        assert_eq!(quote_char(0xC3), "'Ã'");
     }
 }

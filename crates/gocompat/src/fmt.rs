@@ -7,6 +7,10 @@
 //! rendered here as Go renders the values kube decodes JSON into: objects
 //! as `map[string]interface {}` (keys sorted), arrays as `[]interface {}`,
 //! integers as `int64`, other numbers as `float64`, `null` as `nil`.
+//!
+//! listwatch-apiextensions prints custom resources' values for field errors
+//! and OpenAPI messages with its own `go_value` module, which differs in
+//! numbers (integers beyond `int64`, the `float64` exponent threshold).
 
 use std::fmt::Write as _;
 
@@ -14,13 +18,13 @@ use serde_json::{Number, Value};
 
 /// Whether kube's JSON decoding makes `number` an `int64` (integers that fit)
 /// rather than a `float64`.
-pub(crate) fn is_go_int(number: &Number) -> bool {
+pub fn is_go_int(number: &Number) -> bool {
     number.is_i64()
 }
 
 /// The Go type name of a decoded value, as `reflect.Type.String()` prints it;
 /// `null` has no type and prints as `%!s(<nil>)` under `%s`.
-pub(crate) fn go_type_name(value: &Value) -> &'static str {
+pub fn go_type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "%!s(<nil>)",
         Value::Bool(_) => "bool",
@@ -33,21 +37,21 @@ pub(crate) fn go_type_name(value: &Value) -> &'static str {
 }
 
 /// A value under Go's `%v`.
-pub(crate) fn go_v(value: &Value) -> String {
+pub fn go_v(value: &Value) -> String {
     let mut out = String::new();
     write_go(&mut out, value, Verb::V);
     out
 }
 
 /// A value under Go's `%s`: strings as is, other scalars as `%!s(type=value)`.
-pub(crate) fn go_s(value: &Value) -> String {
+pub fn go_s(value: &Value) -> String {
     let mut out = String::new();
     write_go(&mut out, value, Verb::S);
     out
 }
 
 /// Several lists under `fmt.Sprint([][]interface{}{...})`.
-pub(crate) fn go_v_lists(lists: &[&[Value]]) -> String {
+pub fn go_v_lists(lists: &[&[Value]]) -> String {
     let mut out = String::from("[");
     for (i, list) in lists.iter().enumerate() {
         if i > 0 {
@@ -115,7 +119,7 @@ fn go_scalar(value: &Value) -> String {
 /// A `float64` under `%v`: the shortest digits that round-trip, in plain
 /// notation when the decimal exponent is in [-4, 6) and as `d.ddde±XX`
 /// otherwise (`strconv.FormatFloat(f, 'g', -1, 64)`).
-pub(crate) fn go_float(value: f64) -> String {
+pub fn go_float(value: f64) -> String {
     if !value.is_finite() {
         return if value.is_nan() {
             "NaN".to_owned()

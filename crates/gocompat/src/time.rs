@@ -1,72 +1,70 @@
-//! The errors of the Go parsers kube's JSON decoder runs on some string values, word for word:
-//! `[]byte` fields are standard base64 (`encoding/base64`), `metav1.Time` and `MicroTime` are
-//! `time.Parse` with an RFC 3339 layout, `resource.Quantity` is `ParseQuantity`. Each function
-//! answers `None` where Go accepts the text.
+//! Go's `time` where Kubernetes clients meet it: RFC 3339 as `metav1.Time` and `metav1.MicroTime`
+//! write it, the civil calendar under it, and `time.Parse`'s errors for those layouts.
+//!
+//! * [`days_from_civil`] and [`civil_from_days`]: Howard Hinnant's algorithms between a
+//!   proleptic Gregorian date and days since 1970-01-01, valid for every year RFC 3339 can
+//!   spell (0000 to 9999) and far beyond; [`days_in_month`].
+//! * [`format_rfc3339`] (`Time`: `2006-01-02T15:04:05Z`, UTC, whole seconds) and
+//!   [`format_rfc3339_micro`] (`MicroTime`: `2006-01-02T15:04:05.000000Z`).
+//! * [`parse_error`]: what `time.Parse(time.RFC3339, value)` (or `RFC3339Micro`) says about a
+//!   value it refuses, word for word, as kube's JSON decoder reports it.
 
-/// `base64.StdEncoding.Decode`'s error: `illegal base64 data at input byte N`. Go skips `\r`
-/// and `\n` anywhere, wants padding to a multiple of four, and reports the offset where it
-/// gave up (its `decodeQuantum`, one quantum at a time).
-pub(crate) fn base64_error(text: &str) -> Option<String> {
-    let src = text.as_bytes();
-    let mut si = 0;
-    while si < src.len() {
-        match base64_quantum(src, si) {
-            Ok(next) => si = next,
-            Err(offset) => return Some(format!("illegal base64 data at input byte {offset}")),
-        }
-    }
-    None
+/// Days from 1970-01-01 to the proleptic Gregorian date `year`-`month`-`day` (Howard Hinnant's
+/// `days_from_civil`; `month` 1 to 12).
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let month_from_march = (month + 9) % 12;
+    let day_of_year = (153 * month_from_march + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
 }
 
-fn is_base64_symbol(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'+' || c == b'/'
+/// The proleptic Gregorian date (year, month 1 to 12, day) `days` after 1970-01-01 (Howard
+/// Hinnant's `civil_from_days`).
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let days = days + 719_468;
+    let era = days.div_euclid(146_097);
+    let day_of_era = days - era * 146_097;
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
+    (year_of_era + era * 400 + i64::from(month <= 2), month, day)
 }
 
-/// One quantum (up to four symbols) from `si`: where the next one starts, or the offset Go
-/// reports.
-fn base64_quantum(src: &[u8], mut si: usize) -> Result<usize, usize> {
-    let is_newline = |c: u8| c == b'\n' || c == b'\r';
-    let mut j = 0;
-    while j < 4 {
-        if si == src.len() {
-            // The end inside a quantum: an unpadded tail, which StdEncoding refuses.
-            return if j == 0 { Ok(si) } else { Err(si - j) };
-        }
-        let c = src[si];
-        si += 1;
-        if is_base64_symbol(c) {
-            j += 1;
-            continue;
-        }
-        if is_newline(c) {
-            continue;
-        }
-        if c != b'=' {
-            return Err(si - 1);
-        }
-        // Padding: it must come third or fourth and end the input.
-        match j {
-            0 | 1 => return Err(si - 1),
-            2 => {
-                while si < src.len() && is_newline(src[si]) {
-                    si += 1;
-                }
-                if si == src.len() {
-                    return Err(src.len());
-                }
-                if src[si] != b'=' {
-                    return Err(si - 1);
-                }
-                si += 1;
-            }
-            _ => {}
-        }
-        while si < src.len() && is_newline(src[si]) {
-            si += 1;
-        }
-        return if si < src.len() { Err(si) } else { Ok(si) };
+/// The days of `month` (1 to 12; any other month counts 31, as in Go's table) in `year` of the
+/// proleptic Gregorian calendar.
+pub fn days_in_month(year: i64, month: u32) -> u32 {
+    match month {
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
     }
-    Ok(si)
+}
+
+/// `seconds` since the Unix epoch as `metav1.Time` writes it: `2006-01-02T15:04:05Z`.
+pub fn format_rfc3339(seconds: i64) -> String {
+    let (year, month, day, hour, minute, second) = civil(seconds);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
+}
+
+/// `seconds` and `nanos` since the Unix epoch as `metav1.MicroTime` writes them:
+/// `2006-01-02T15:04:05.000000Z` (nanoseconds truncated to micros).
+pub fn format_rfc3339_micro(seconds: i64, nanos: i32) -> String {
+    let (year, month, day, hour, minute, second) = civil(seconds);
+    let micros = nanos.clamp(0, 999_999_999) / 1000;
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{micros:06}Z")
+}
+
+/// The date and time of day (UTC) `seconds` after the epoch.
+fn civil(seconds: i64) -> (i64, i64, i64, i64, i64, i64) {
+    let (days, second_of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    let (year, month, day) = civil_from_days(days);
+    (year, month, day, second_of_day / 3600, second_of_day % 3600 / 60, second_of_day % 60)
 }
 
 /// `time.RFC3339`, the layout `metav1.Time` parses with.
@@ -142,8 +140,8 @@ fn getnum(s: &str, fixed: bool) -> Result<(u32, &str), ()> {
     Ok((u32::from(b[0] - b'0') * 10 + u32::from(b[1] - b'0'), &s[2..]))
 }
 
-/// Go's `atoi`: an optional sign, then only digits.
-fn atoi(s: &str) -> Result<i64, ()> {
+/// Go's `atoi`: an optional sign, then only digits (also [`crate::quantity`]'s exponent check).
+pub(crate) fn atoi(s: &str) -> Result<i64, ()> {
     let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(());
@@ -152,18 +150,9 @@ fn atoi(s: &str) -> Result<i64, ()> {
     Ok(if s.starts_with('-') { -n } else { n })
 }
 
-fn days_in(month: u32, year: i64) -> u32 {
-    match month {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
 /// `time.Parse(RFC3339 or RFC3339Micro, value)`'s error (Go's `parse`, reduced to the elements
 /// of these two layouts).
-pub(crate) fn time_error(value: &str, micro: bool) -> Option<String> {
+pub fn parse_error(value: &str, micro: bool) -> Option<String> {
     let layout = if micro { RFC3339_MICRO } else { RFC3339 };
     let cannot_parse = |value_elem: &str, layout_elem: &str| {
         format!(
@@ -294,48 +283,10 @@ pub(crate) fn time_error(value: &str, micro: bool) -> Option<String> {
     if !rest.is_empty() {
         return Some(with_message(&format!(": extra text: {}", time_quote(rest))));
     }
-    if day < 1 || day > days_in(month, year) {
+    if day < 1 || day > days_in_month(year, month) {
         return Some(with_message(": day out of range"));
     }
     None
-}
-
-/// `resource.ParseQuantity`'s errors (what `Quantity.UnmarshalJSON` returns for `text`, the
-/// string's content or a bare JSON token, spaces trimmed).
-pub(crate) fn quantity_error(text: &str) -> Option<&'static str> {
-    const FORMAT_WRONG: &str =
-        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
-    const SUFFIX: &str = "unable to parse quantity's suffix";
-    let s = text.as_bytes();
-    if s.is_empty() {
-        return Some(FORMAT_WRONG);
-    }
-    if text == "0" {
-        return None;
-    }
-    let digits_from = |i: usize| i + s[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-    // A sign, digits, a point and digits (all optional: an empty number is 0), then the suffix.
-    let mut pos = digits_from(usize::from(matches!(s[0], b'-' | b'+')));
-    if pos < s.len() && s[pos] == b'.' {
-        pos = digits_from(pos + 1);
-    }
-    let suffix_start = pos;
-    while pos < s.len() && b"eEinumkKMGTP".contains(&s[pos]) {
-        pos += 1;
-    }
-    if pos < s.len() && matches!(s[pos], b'-' | b'+') {
-        pos += 1;
-    }
-    if digits_from(pos) != s.len() {
-        return Some(FORMAT_WRONG);
-    }
-    let suffix = &text[suffix_start..];
-    let known = matches!(suffix, "n" | "u" | "m" | "" | "k" | "M" | "G" | "T" | "P" | "E")
-        || matches!(suffix, "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei")
-        || (suffix.len() > 1 && matches!(suffix.as_bytes()[0], b'e' | b'E') && atoi(&suffix[1..]).is_ok());
-    // Go's `unable to parse numeric part of quantity` needs more than 18 digits or an
-    // exponent below -9 on a number without digits; such values pass here.
-    (!known).then_some(SUFFIX)
 }
 
 #[cfg(test)]
@@ -343,25 +294,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn base64_offsets_are_gos() {
-        for good in ["", "dg==", "Zm9vYmFy", "Zm9v\nYmFy", "Zm8=", "Zm8=\r\n"] {
-            assert_eq!(base64_error(good), None, "{good:?}");
+    fn civil_dates_round_trip() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(civil_from_days(-719_162), (1, 1, 1));
+        for days in (-800_000..3_000_000).step_by(997) {
+            let (year, month, day) = civil_from_days(days);
+            assert!((1..=12).contains(&month) && day >= 1 && day <= i64::from(days_in_month(year, month as u32)));
+            assert_eq!(days_from_civil(year, month, day), days, "{year}-{month}-{day}");
         }
-        let cases = [
-            ("!!!!", 0),
-            ("dg=", 3),
-            ("dg", 0),
-            ("abc", 0),
-            ("abcde", 4),
-            ("a===", 1),
-            ("dg==x", 4),
-            ("dg=x", 2),
-            ("Zm9v!mFy", 4),
-            ("Zm8=Zm8=", 4),
-        ];
-        for (input, offset) in cases {
-            assert_eq!(base64_error(input), Some(format!("illegal base64 data at input byte {offset}")), "{input:?}");
-        }
+    }
+
+    #[test]
+    fn months_have_their_days() {
+        assert_eq!(days_in_month(2024, 2), 29);
+        assert_eq!(days_in_month(2023, 2), 28);
+        assert_eq!(days_in_month(1900, 2), 28);
+        assert_eq!(days_in_month(2000, 2), 29);
+        assert_eq!(days_in_month(2023, 4), 30);
+        assert_eq!(days_in_month(2023, 12), 31);
+    }
+
+    #[test]
+    fn formats_as_metav1_does() {
+        // 2024-01-02T03:04:05Z = 1704164645
+        assert_eq!(format_rfc3339(1_704_164_645), "2024-01-02T03:04:05Z");
+        assert_eq!(format_rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(format_rfc3339(1_709_251_199), "2024-02-29T23:59:59Z");
+        assert_eq!(format_rfc3339(-62_135_596_800), "0001-01-01T00:00:00Z");
+        assert_eq!(format_rfc3339(-1), "1969-12-31T23:59:59Z");
+        assert_eq!(format_rfc3339_micro(1_704_164_645, 123_456_789), "2024-01-02T03:04:05.123456Z");
+        assert_eq!(format_rfc3339_micro(0, 0), "1970-01-01T00:00:00.000000Z");
     }
 
     #[test]
@@ -373,9 +339,9 @@ mod tests {
             "2024-02-29T00:00:00Z",
             "2024-01-02T3:04:05Z",
         ] {
-            assert_eq!(time_error(good, false), None, "{good}");
+            assert_eq!(parse_error(good, false), None, "{good}");
         }
-        assert_eq!(time_error("2024-01-02T03:04:05.123456Z", true), None);
+        assert_eq!(parse_error("2024-01-02T03:04:05.123456Z", true), None);
         let layout = "\"2006-01-02T15:04:05Z07:00\"";
         let cases = [
             ("", format!("parsing time \"\" as {layout}: cannot parse \"\" as \"2006\"")),
@@ -394,31 +360,13 @@ mod tests {
             ),
         ];
         for (input, message) in cases {
-            assert_eq!(time_error(input, false).as_deref(), Some(message.as_str()), "{input:?}");
+            assert_eq!(parse_error(input, false).as_deref(), Some(message.as_str()), "{input:?}");
         }
         assert_eq!(
-            time_error("2024-01-02T03:04:05Z", true).as_deref(),
+            parse_error("2024-01-02T03:04:05Z", true).as_deref(),
             Some(
                 "parsing time \"2024-01-02T03:04:05Z\" as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse \"Z\" as \".000000\""
             )
         );
-    }
-
-    #[test]
-    fn quantities_fail_as_gos_parse() {
-        for good in ["0", "1", "100m", "1.5Gi", "-2", "+3k", "1e3", "1E-2", "5.", ".5", "1Ki", ".", "-", ".k"] {
-            assert_eq!(quantity_error(good), None, "{good}");
-        }
-        assert!(quantity_error("").unwrap().starts_with("quantities must match"));
-        assert!(quantity_error("abc").unwrap().starts_with("quantities must match"));
-        assert!(quantity_error("true").unwrap().starts_with("quantities must match"));
-        assert!(quantity_error("1 Gi").unwrap().starts_with("quantities must match"));
-        assert_eq!(
-            quantity_error("1Gb"),
-            Some("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
-        );
-        assert_eq!(quantity_error("1MM"), Some("unable to parse quantity's suffix"));
-        assert_eq!(quantity_error("1e"), Some("unable to parse quantity's suffix"));
-        assert_eq!(quantity_error("+-1"), Some("unable to parse quantity's suffix"));
     }
 }

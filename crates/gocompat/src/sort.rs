@@ -1,18 +1,17 @@
 //! Go's `sort.SliceStable`, step for step (insertion sort on blocks of 20,
 //! then SymMerge).
 //!
-//! kube sorts a merged list by its `$setElementOrder` list with a comparator
-//! that is not a strict order when items are missing from the order list
-//! (it says "less" whenever either position is unknown). The result then
-//! depends on the exact algorithm, not just on stability: another stable
-//! sort could order such lists differently from kube-apiserver, so this is
-//! Go's algorithm reproduced rather than a general-purpose sort.
+//! With a comparator that is a strict weak order, any stable sort gives the
+//! same result. kube's are not always one: it sorts a merged list by its
+//! `$setElementOrder` list with a comparator that says "less" whenever either
+//! position is unknown. The result then depends on the exact algorithm, not
+//! just on stability: another stable sort could order such lists differently
+//! from kube-apiserver, so this is Go's algorithm reproduced rather than a
+//! general-purpose sort.
 
-/// Go's `sort.SliceStable` (insertion sort on blocks of 20, then SymMerge).
-/// Reproduced rather than using Rust's sort because kube's comparator is
-/// not a strict order when items are missing from the order list, and the
-/// result then depends on the exact algorithm.
-pub(crate) fn go_stable_sort<T>(data: &mut [T], less: impl Fn(&T, &T) -> bool) {
+/// Go's `sort.SliceStable(data, less)` (insertion sort on blocks of 20, then
+/// SymMerge): the order Go leaves, also when `less` is not a strict order.
+pub fn slice_stable<T>(data: &mut [T], less: impl Fn(&T, &T) -> bool) {
     let n = data.len();
     let mut block_size = 20;
     let (mut a, mut b) = (0, block_size);
@@ -131,12 +130,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn go_stable_sort_is_a_stable_sort() {
+    fn slice_stable_is_a_stable_sort() {
         for n in [0, 1, 2, 19, 20, 21, 45, 100] {
             let mut items: Vec<(u32, usize)> = (0..n).map(|i| ((i * 7919 % 13) as u32, i)).collect();
             let mut expected = items.clone();
             expected.sort_by_key(|(k, _)| *k);
-            go_stable_sort(&mut items, |a, b| a.0 < b.0);
+            slice_stable(&mut items, |a, b| a.0 < b.0);
             assert_eq!(items, expected, "n={n}");
         }
     }

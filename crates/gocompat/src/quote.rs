@@ -1,6 +1,5 @@
 //! Go's `strconv.Quote` (the `%q` verb) and its printability test, which kube uses to show a
-//! value inside an error message. Shared by every module of this crate that quotes values the way
-//! kube does; [`super`] re-exports it.
+//! value inside an error message (listwatch-meta's field errors re-export [`go_quote`]).
 
 /// Go's `strconv.Quote`, i.e. the `%q` verb kube uses to show values in
 /// messages: double quotes, `\"` and `\\`, the short escapes `\a \b \f \n \r
@@ -22,7 +21,7 @@ pub fn go_quote(value: &str) -> String {
 }
 
 /// Appends `c` as `strconv.Quote` writes it inside a literal delimited by `quote`.
-pub(crate) fn push_go_escaped(out: &mut String, c: char, quote: char) {
+pub fn push_go_escaped(out: &mut String, c: char, quote: char) {
     use std::fmt::Write as _;
     match c {
         '\\' => out.push_str("\\\\"),
@@ -51,7 +50,7 @@ pub(crate) fn push_go_escaped(out: &mut String, c: char, quote: char) {
 }
 
 /// An approximation of Go's `strconv.IsPrint` (see [`go_quote`]).
-pub(crate) fn is_go_printable(c: char) -> bool {
+pub fn is_go_printable(c: char) -> bool {
     if c == ' ' {
         return true;
     }
