@@ -134,7 +134,8 @@ impl ClientAudit {
     pub fn report(&self) -> Report {
         let requests = self.requests();
         let history = self.changes.snapshot();
-        let context = Context { epoch_ms: self.started_ms, end_ms: now_ms(), stopped: Default::default() };
+        let context =
+            Context { epoch_ms: self.started_ms, end_ms: now_ms(), stopped: Default::default(), blind: Vec::new() };
         audit::judge(&requests, &history, &context, &self.thresholds)
     }
 }

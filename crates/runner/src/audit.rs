@@ -81,14 +81,18 @@ fn sanitize(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
 }
 
-/// The records read so far: those of servers read before they went away, kept.
+/// The records read so far: those of servers read before they went away, kept; and the
+/// spans whose records went with a server (from the read to the server being gone).
 #[derive(Clone, Default)]
-pub struct Records(Arc<Mutex<Vec<Request>>>);
+pub struct Records(Arc<Mutex<Vec<Request>>>, Arc<Mutex<Vec<(u64, u64)>>>);
 
 impl Records {
     /// Reads `server`'s records before it goes away: its open streams are marked lost (what
     /// they delivered last is not known), and its records kept.
-    pub async fn keep_before_restart(&self, server: &Client) {
+    /// Returns when it read them: what the server serves from then until it is gone is lost
+    /// ([`Records::lost_since`]).
+    pub async fn keep_before_restart(&self, server: &Client) -> u64 {
+        let read_ms = listwatch_apiserver::client_audit::now_ms();
         if let Ok(mut requests) = read(server).await {
             for request in &mut requests {
                 if let Some(watch) = &mut request.watch
@@ -100,6 +104,18 @@ impl Records {
             }
             self.0.lock().expect("records").extend(requests);
         }
+        read_ms
+    }
+
+    /// Notes that the records of a server read at `read_ms` ([`Records::keep_before_restart`])
+    /// miss everything it served from then until now, when it is gone.
+    pub fn lost_since(&self, read_ms: u64) {
+        self.1.lock().expect("blind spans").push((read_ms, listwatch_apiserver::client_audit::now_ms()));
+    }
+
+    /// The spans whose records were lost.
+    pub fn blind(&self) -> Vec<(u64, u64)> {
+        self.1.lock().expect("blind spans").clone()
     }
 
     /// Every record: those kept, and every server's now.
@@ -152,8 +168,9 @@ pub fn judge(
     history: &[HistoryEvent],
     epoch_ms: u64,
     stopped: BTreeMap<String, u64>,
+    blind: Vec<(u64, u64)>,
     thresholds: &Thresholds,
 ) -> Report {
-    let context = audit::Context { epoch_ms, end_ms: listwatch_apiserver::client_audit::now_ms(), stopped };
+    let context = audit::Context { epoch_ms, end_ms: listwatch_apiserver::client_audit::now_ms(), stopped, blind };
     audit::judge(requests, history, &context, thresholds)
 }

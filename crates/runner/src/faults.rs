@@ -193,16 +193,25 @@ impl FaultTarget {
 
     async fn restart_server(&self, server: usize, kill: bool) -> anyhow::Result<Caused> {
         // Its client records die with it: read them first.
-        if let Some(client) = self.clients.get(server) {
-            self.records.keep_before_restart(client).await;
-        }
+        let read_ms = match self.clients.get(server) {
+            Some(client) => Some(self.records.keep_before_restart(client).await),
+            None => None,
+        };
         {
             let mut servers = self.servers.lock().await;
             let target = servers.get_mut(server).ok_or_else(|| anyhow::anyhow!("no server {server}"))?;
             if kill {
                 target.kill();
             }
+            // Gone: at once when killed, once drained when restarted.
+            let gone = |records: &crate::audit::Records| read_ms.map(|read| records.lost_since(read));
+            if kill {
+                gone(&self.records);
+            }
             target.restart().await;
+            if !kill {
+                gone(&self.records);
+            }
         }
         // The restarted server's caches start from a list at storage's revision now.
         let after = current_revision(&self.clients[0]).await.ok();

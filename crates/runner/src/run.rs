@@ -106,7 +106,7 @@ pub async fn run_once(scenario: &Scenario, seed: u64, record: bool) -> anyhow::R
         let mut history = history.lock().expect("history");
         (std::mem::take(&mut history.events), std::mem::take(&mut history.arrived_ms))
     };
-    let audit = audit::judge(&requests, &history, epoch_ms, stopped, &scenario.audit);
+    let audit = audit::judge(&requests, &history, epoch_ms, stopped, records.blind(), &scenario.audit);
     let known = faults.known();
     let verdict = checker::check(&history, &clients, &known);
     let limits = RunLimits { max_relists_per_client: scenario.checks.max_relists_per_client };

@@ -124,6 +124,11 @@ pub struct Context {
     /// Clients known to have stopped, and when (ms since the epoch); every other client is
     /// taken to run until `end_ms`.
     pub stopped: BTreeMap<String, u64>,
+    /// Spans (ms since the epoch) whose requests are not in the records: a server's records
+    /// read before it was restarted or killed, and what it served between that read and its
+    /// going away lost with it. A client that resumes after one of them may have been sent
+    /// more than the records show, so its resume is not judged (it is listed as unchecked).
+    pub blind: Vec<(u64, u64)>,
 }
 
 /// The findings of every client, with counts.

@@ -15,6 +15,20 @@ impl Walk<'_> {
     pub(super) fn check_resume(&mut self, i: usize) {
         let request = self.requests[i];
         let params = &request.params;
+        // A span whose records were lost lies between the client's last recorded request and
+        // this one: what it was sent then is unknown.
+        let previous_ms = i.checked_sub(1).map(|j| self.requests[j].at_ms);
+        if let Some((from, to)) =
+            self.context.blind.iter().find(|(_, to)| *to <= request.at_ms && previous_ms.is_none_or(|p| p <= *to))
+        {
+            let (from, to) = (from.saturating_sub(self.context.epoch_ms), to.saturating_sub(self.context.epoch_ms));
+            self.unchecked.push(format!(
+                "{}: {}: resumed after {from}-{to} ms, when a server's records were lost with it",
+                self.client,
+                self.line(i)
+            ));
+            return;
+        }
         let (delivered, lost) = self.delivered_point(&request.scope, i);
         let rewatch = self.scopes.iter().any(|(scope, state)| covers(scope, &request.scope) && state.watched);
         if params.send_initial_events == Some(true) {

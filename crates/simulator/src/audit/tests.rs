@@ -94,7 +94,7 @@ fn history(last: i64) -> Vec<HistoryEvent> {
 }
 
 fn rules(client: &Client, history: &[HistoryEvent], thresholds: &Thresholds) -> Vec<Rule> {
-    let context = Context { epoch_ms: 0, end_ms: client.now, stopped: Default::default() };
+    let context = Context { epoch_ms: 0, end_ms: client.now, stopped: Default::default(), blind: Vec::new() };
     judge(&client.requests, history, &context, thresholds).findings.iter().map(|f| f.rule).collect()
 }
 
@@ -113,6 +113,26 @@ fn a_correct_reflector_gives_no_finding() {
         Some(Answer { code: 410, message: Some("too old resource version: 25 (27)".into()), ..Answer::default() });
     c.after(800).list(Some("25"), 30).watch("30", Some(40), 5_000, StreamEnd::Timeout);
     assert_eq!(findings(&c, &history(40)), []);
+}
+
+/// A server that went away took the records of what it served after they were last read: a
+/// client resuming past its recorded point after that is not judged (it may have been sent
+/// the changes in the lost span), but is listed as unchecked; one whose records cover the span
+/// still is.
+#[test]
+fn a_resume_after_records_were_lost_is_unchecked_not_a_finding() {
+    let mut c = Client::new();
+    c.list(Some("0"), 10).watch("10", Some(20), 5_000, StreamEnd::Timeout);
+    let lost = (c.now + 100, c.now + 300);
+    c.after(500).watch("35", Some(40), 5_000, StreamEnd::Timeout);
+    let context = Context { epoch_ms: 0, end_ms: c.now, stopped: Default::default(), blind: vec![lost] };
+    let report = judge(&c.requests, &history(40), &context, &Thresholds::default());
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    assert_eq!(report.unchecked.len(), 1, "{:?}", report.unchecked);
+    // The span lies before the client's last recorded request: its records cover it.
+    let before = Context { blind: vec![(1, 2)], ..context };
+    let report = judge(&c.requests, &history(40), &before, &Thresholds::default());
+    assert_eq!(report.findings.iter().map(|f| f.rule).collect::<Vec<_>>(), [Rule::MissedEvents]);
 }
 
 #[test]
