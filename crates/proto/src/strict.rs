@@ -25,6 +25,7 @@
 //! Duplicate keys cannot be found from a parsed `serde_json::Value` (the parser keeps one of
 //! them); a server that wants to report them has to look at the raw body.
 
+use listwatch_gocompat::quote::go_quote;
 use serde_json::{Map, Value};
 
 use crate::path::Path;
@@ -49,26 +50,6 @@ pub fn strict_decoding_message(kind: &str, version: &str, errors: &[String]) -> 
         go_quote(version),
         errors.join(", ")
     )
-}
-
-/// Go's `%q` for the strings that occur here: double quotes, with `"` and `\` escaped and
-/// control characters written as escapes.
-fn go_quote(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            '\n' => quoted.push_str("\\n"),
-            '\t' => quoted.push_str("\\t"),
-            '\r' => quoted.push_str("\\r"),
-            c if c.is_control() => quoted.push_str(&format!("\\x{:02x}", c as u32)),
-            c => quoted.push(c),
-        }
-    }
-    quoted.push('"');
-    quoted
 }
 
 /// Appends the paths of keys in `object` that message `message` does not define, other than

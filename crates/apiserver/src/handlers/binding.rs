@@ -12,6 +12,7 @@
 
 use bytes::Bytes;
 use http::HeaderMap;
+use listwatch_gocompat::quote::go_quote;
 use listwatch_meta::status::{GroupResource, Status, StatusCause};
 use listwatch_meta::{ApiError, registry::Subresource};
 use serde_json::{Map, Value, json};
@@ -155,10 +156,6 @@ fn bind(pod: &mut Map<String, Value>, node: &str, annotations: Option<&Map<Strin
         Some(old) => *old = scheduled,
         None => conditions.push(scheduled),
     }
-}
-
-fn go_quote(text: &str) -> String {
-    listwatch_meta::validation::go_quote(text)
 }
 
 #[cfg(test)]

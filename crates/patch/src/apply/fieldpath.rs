@@ -206,42 +206,7 @@ fn go_float_v(f: f64) -> String {
     }
 }
 
-/// Go's `strconv.Quote` (the `%q` verb) for a string.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if is_go_printable(c) => out.push(c),
-            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// An approximation of Go's `unicode.IsPrint`: letters, marks, numbers,
-/// punctuation, symbols and the ASCII space, i.e. no control, format or
-/// other space characters.
-pub(crate) fn is_go_printable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    let code = c as u32;
-    let format_char = matches!(code, 0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F | 0xFEFF | 0xFFF9..=0xFFFB);
-    !c.is_control() && !c.is_whitespace() && !format_char && !(0xE000..=0xF8FF).contains(&code)
-}
+pub(crate) use listwatch_gocompat::quote::{go_quote, is_go_printable};
 
 /// A set of field paths: SMD's `fieldpath.Set`, a trie whose members are
 /// the paths in the set. A path's parents are not members unless inserted.
