@@ -42,6 +42,8 @@ pub struct ApiState {
     pub watch_faults: Arc<WatchFaults>,
     /// The RBAC policy as the watch caches hold it, parsed once per change.
     pub rbac: crate::authz::rbac::PolicyCache,
+    /// The admission webhooks as the watch caches hold them, parsed once per change.
+    pub webhooks: crate::admission::webhooks::configuration::HookCache,
     /// The client audit's recorder (`--audit-clients`).
     pub client_audit: Option<Arc<ClientAudit>>,
     /// Flips to true on shutdown: open watches end.
@@ -81,6 +83,7 @@ impl ApiState {
             read_faults: ReadFaults::default(),
             watch_faults,
             rbac: Default::default(),
+            webhooks: Default::default(),
             client_audit,
             shutdown,
             shutdown_tx,

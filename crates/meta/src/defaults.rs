@@ -76,7 +76,33 @@ pub fn apply_defaults(group: &str, kind: &str, object: &mut Map<String, Value>) 
                 }
             }
         }
+        // admissionregistration/v1's SetDefaults_ValidatingWebhook / _MutatingWebhook,
+        // SetDefaults_Rule and SetDefaults_ServiceReference.
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration") => {
+            let mutating = kind == "MutatingWebhookConfiguration";
+            for webhook in objects_in(object, "webhooks") {
+                webhook_defaults(webhook, mutating);
+            }
+        }
         _ => {}
+    }
+}
+
+/// The defaults of one admission webhook.
+fn webhook_defaults(webhook: &mut Map<String, Value>, mutating: bool) {
+    set(webhook, "failurePolicy", || json!("Fail"));
+    set(webhook, "matchPolicy", || json!("Equivalent"));
+    set(webhook, "namespaceSelector", || json!({}));
+    set(webhook, "objectSelector", || json!({}));
+    set(webhook, "timeoutSeconds", || json!(10));
+    if mutating {
+        set(webhook, "reinvocationPolicy", || json!("Never"));
+    }
+    for rule in objects_in(webhook, "rules") {
+        set(rule, "scope", || json!("*"));
+    }
+    if let Some(service) = object_at(webhook, "clientConfig").and_then(|c| object_at(c, "service")) {
+        set(service, "port", || json!(443));
     }
 }
 

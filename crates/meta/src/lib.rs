@@ -1,6 +1,7 @@
 //! Kubernetes API machinery shared by the server and its tests: the pieces of
 //! `k8s.io/apimachinery` that listwatch needs, written for JSON objects.
 
+pub mod admission_validation;
 pub mod apps_validation;
 pub mod continue_token;
 pub mod defaults;

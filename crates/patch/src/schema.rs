@@ -338,8 +338,8 @@ fn workload_table() -> TableSchema {
 ///
 /// Covered: Pod, PodTemplate, ReplicationController, Deployment, ReplicaSet,
 /// StatefulSet, DaemonSet, Job, CronJob, Service, Namespace, Node,
-/// ServiceAccount, PersistentVolumeClaim, and (metadata only) ConfigMap,
-/// Secret, Endpoints, Event, Lease.
+/// ServiceAccount, PersistentVolumeClaim, the two webhook configurations, and
+/// (metadata only) ConfigMap, Secret, Endpoints, Event, Lease.
 pub fn builtin_schema(kind: &str) -> Option<TableSchema> {
     let body = match kind {
         "Pod" => TableSchema::new()
@@ -380,6 +380,13 @@ pub fn builtin_schema(kind: &str) -> Option<TableSchema> {
         "ServiceAccount" => {
             TableSchema::new().with_list("secrets", ListStrategy::merge("name")).with_atomic_map("secrets")
         }
+        // `admissionregistration/v1`: webhooks and their match conditions merge by name; the
+        // selectors are label selectors (atomic for server-side apply).
+        "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => TableSchema::new()
+            .with_list("webhooks", ListStrategy::merge("name"))
+            .with_list("webhooks.matchConditions", ListStrategy::merge("name"))
+            .with_atomic_map("webhooks.namespaceSelector")
+            .with_atomic_map("webhooks.objectSelector"),
         "ConfigMap" | "Secret" | "Endpoints" | "Event" | "Lease" => TableSchema::new(),
         _ => return None,
     };
