@@ -197,7 +197,7 @@ mod tests {
     #[test]
     fn a_service_is_known_by_its_dns_name() {
         let config = ClientConfig {
-            service: Some(super::super::ServiceReference {
+            service: Some(super::super::configuration::ServiceReference {
                 namespace: "system".into(),
                 name: "hook".into(),
                 path: Some("/validate".into()),
