@@ -2,9 +2,11 @@
 //! test (HTTPS, a CA of its own), and what a client sees: refusals with kube's messages, the
 //! webhook's warnings, mutations stored, kube's order (mutating, then validating), failure
 //! policies on a slow, garbled or lying webhook with nothing written, a Service reached
-//! through `--webhook-service`, kube's 422s for broken configurations, and webhook
-//! configurations never sent to webhooks.
+//! through `--webhook-service`, match conditions, kube's 422s for broken configurations, and
+//! webhook configurations never sent to webhooks. ValidatingAdmissionPolicies are in
+//! [`policies`].
 
+mod policies;
 mod webhook_server;
 
 use std::time::{Duration, Instant};
@@ -80,11 +82,15 @@ async fn webhooks_refuse_mutate_and_fail_as_kube_says() {
         json!({"url": hooks.url("/deny")}),
         &hooks.ca_bundle,
         &["CREATE", "UPDATE"],
-        json!({}),
+        json!({"matchConditions": [{"name": "not-exempt", "expression": "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"}]}),
     );
     apply(&k, &deny).await;
     let refused = await_dry_run(&server, &configmap("probe", json!({"foo": "bar"})), 400).await;
     assert_eq!(refused.1["message"], "admission webhook \"deny.example.com\" denied the request: no foo allowed");
+    // Its match condition keeps it from the objects labelled exempt.
+    let exempt = configmap("exempt-probe", json!({"foo": "bar", "exempt": "yes"}));
+    assert_eq!(server.post_json("/api/v1/namespaces/default/configmaps?dryRun=All", &exempt).await.0, 201);
+    assert!(hooks.reviews_to("/deny").iter().all(|r| r["name"] != "exempt-probe"));
     // kubectl shows the refusal, and nothing is written.
     let out = k.run_with_input(&["create", "-f", "-"], &configmap("refused", json!({"foo": "bar"})).to_string()).await;
     assert!(!out.success);
@@ -263,7 +269,7 @@ async fn webhooks_refuse_mutate_and_fail_as_kube_says() {
 async fn broken_webhook_configurations_get_kube_422s() {
     let server = Server::start("admission-422", Backend::Memory, &[]).await;
     let k = server.kubectl();
-    let broken = json!({
+    let mut broken = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": "broken"},
@@ -276,8 +282,14 @@ async fn broken_webhook_configurations_get_kube_422s() {
             "admissionReviewVersions": ["v1"],
         }],
     });
+    broken["webhooks"][0]["matchConditions"] = json!([{"name": "bad", "expression": "object.metadata.name =="}]);
     let out = k.run_with_input(&["create", "-f", "-"], &broken.to_string()).await;
     assert!(!out.success);
+    assert!(
+        out.stderr.contains("webhooks[0].matchConditions[0].expression: Invalid value: \"object.metadata.name ==\": compilation failed: "),
+        "{}",
+        out.stderr
+    );
     for expected in [
         "The ValidatingWebhookConfiguration \"broken\" is invalid: ",
         "webhooks[0].name: Invalid value: \"broken.example\": should be a domain with at least three segments separated by dots",

@@ -43,7 +43,11 @@ pub struct ApiState {
     /// The RBAC policy as the watch caches hold it, parsed once per change.
     pub rbac: crate::authz::rbac::PolicyCache,
     /// The admission webhooks as the watch caches hold them, parsed once per change.
-    pub webhooks: crate::admission::webhooks::configuration::HookCache,
+    pub webhooks:
+        crate::admission::configurations::ConfigurationCache<crate::admission::webhooks::configuration::Hooks>,
+    /// The ValidatingAdmissionPolicies with their bindings, as the watch caches hold them.
+    pub policies:
+        crate::admission::configurations::ConfigurationCache<crate::admission::policies::configuration::Policies>,
     /// The client audit's recorder (`--audit-clients`).
     pub client_audit: Option<Arc<ClientAudit>>,
     /// Flips to true on shutdown: open watches end.
@@ -84,6 +88,7 @@ impl ApiState {
             watch_faults,
             rbac: Default::default(),
             webhooks: Default::default(),
+            policies: Default::default(),
             client_audit,
             shutdown,
             shutdown_tx,

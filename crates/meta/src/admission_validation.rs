@@ -8,20 +8,21 @@
 
 use serde_json::{Map, Value};
 
+use crate::policy_validation::{Compiles, match_conditions};
 use crate::validation::{FieldError, go_quote, is_dns1035_label, is_dns1123_subdomain};
 
 const ACCEPTED_REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 const OPERATIONS: [&str; 5] = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
 
-fn strings<'a>(object: &'a Map<String, Value>, key: &str) -> Vec<&'a str> {
+pub(crate) fn strings<'a>(object: &'a Map<String, Value>, key: &str) -> Vec<&'a str> {
     object.get(key).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect()
 }
 
-fn text<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+pub(crate) fn text<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
     object.get(key).and_then(Value::as_str)
 }
 
-fn objects<'a>(object: &'a Map<String, Value>, key: &str) -> impl Iterator<Item = &'a Map<String, Value>> {
+pub(crate) fn objects<'a>(object: &'a Map<String, Value>, key: &str) -> impl Iterator<Item = &'a Map<String, Value>> {
     object.get(key).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_object)
 }
 
@@ -32,7 +33,11 @@ fn go_strings(values: &[&str]) -> String {
 }
 
 /// `ValidateValidatingWebhookConfiguration` / `ValidateMutatingWebhookConfiguration`.
-pub fn validate_webhook_configuration(object: &Map<String, Value>, mutating: bool) -> Vec<FieldError> {
+pub fn validate_webhook_configuration(
+    object: &Map<String, Value>,
+    mutating: bool,
+    compiles: Compiles<'_>,
+) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let mut names = Vec::new();
     for (i, webhook) in objects(object, "webhooks").enumerate() {
@@ -82,14 +87,7 @@ pub fn validate_webhook_configuration(object: &Map<String, Value>, mutating: boo
         if mutating {
             one_of("reinvocationPolicy", text(webhook, "reinvocationPolicy"), &["IfNeeded", "Never"], &mut errors);
         }
-        if objects(webhook, "matchConditions").next().is_some() {
-            // CEL is not evaluated here yet: a condition accepted and then ignored would call
-            // the webhook where kube would not.
-            errors.push(FieldError::forbidden(
-                format!("{path}.matchConditions"),
-                "listwatch does not evaluate CEL match conditions yet",
-            ));
-        }
+        errors.extend(match_conditions(&format!("{path}.matchConditions"), webhook, compiles));
     }
     errors
 }
@@ -114,7 +112,7 @@ fn fully_qualified_name(path: &str, name: &str) -> Vec<FieldError> {
 }
 
 /// `validateRuleWithOperations` and `validateRule`.
-fn rule_with_operations(path: &str, rule: &Map<String, Value>) -> Vec<FieldError> {
+pub(crate) fn rule_with_operations(path: &str, rule: &Map<String, Value>) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let operations = strings(rule, "operations");
     if operations.is_empty() {
@@ -292,7 +290,10 @@ mod tests {
 
     fn errors_of(webhook: Value) -> Vec<String> {
         let object = json!({"webhooks": [webhook]});
-        validate_webhook_configuration(object.as_object().unwrap(), false).iter().map(ToString::to_string).collect()
+        validate_webhook_configuration(object.as_object().unwrap(), false, &|_| Ok(()))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     fn valid() -> Value {

@@ -84,7 +84,33 @@ pub fn apply_defaults(group: &str, kind: &str, object: &mut Map<String, Value>) 
                 webhook_defaults(webhook, mutating);
             }
         }
+        // SetDefaults_ValidatingAdmissionPolicySpec and SetDefaults_MatchResources.
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            if let Some(spec) = object_at(object, "spec") {
+                set(spec, "failurePolicy", || json!("Fail"));
+                if let Some(constraints) = object_at(spec, "matchConstraints") {
+                    match_resources_defaults(constraints);
+                }
+            }
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            if let Some(resources) = object_at(object, "spec").and_then(|s| object_at(s, "matchResources")) {
+                match_resources_defaults(resources);
+            }
+        }
         _ => {}
+    }
+}
+
+/// The defaults of a policy's or binding's `MatchResources`.
+fn match_resources_defaults(resources: &mut Map<String, Value>) {
+    set(resources, "matchPolicy", || json!("Equivalent"));
+    set(resources, "namespaceSelector", || json!({}));
+    set(resources, "objectSelector", || json!({}));
+    for key in ["resourceRules", "excludeResourceRules"] {
+        for rule in objects_in(resources, key) {
+            set(rule, "scope", || json!("*"));
+        }
     }
 }
 

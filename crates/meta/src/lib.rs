@@ -8,6 +8,7 @@ pub mod defaults;
 pub mod fingerprint;
 pub mod object;
 pub mod pod_validation;
+pub mod policy_validation;
 pub mod rbac_validation;
 pub mod registry;
 pub mod selector;

@@ -90,6 +90,11 @@ pub enum Cell {
     /// The names of a binding's subjects of one kind, comma-separated (`namespace/name` for
     /// service accounts).
     Subjects(&'static str),
+    /// A ValidatingAdmissionPolicy's `paramKind` as `apiVersion/kind`, or `<unset>`.
+    ParamKind,
+    /// A ValidatingAdmissionPolicyBinding's `paramRef` as kubectl shows it: `namespace/name`,
+    /// `*/name` without a namespace, the selector, or `<unset>`.
+    ParamRef,
 }
 
 /// One column of the table kubectl prints.
@@ -503,6 +508,30 @@ pub static BUILTIN: &[Resource] = &[
         singular: "validatingwebhookconfiguration", kind: "ValidatingWebhookConfiguration",
         categories: &["api-extensions"], namespaced: false,
         storage_prefix: "validatingwebhookconfigurations", printer_columns: WEBHOOK_CONFIGURATION_COLUMNS,
+    },
+    resource! {
+        group: "admissionregistration.k8s.io", plural: "validatingadmissionpolicies",
+        singular: "validatingadmissionpolicy", kind: "ValidatingAdmissionPolicy",
+        categories: &["api-extensions"], namespaced: false, subresources: &[Subresource::Status],
+        storage_prefix: "validatingadmissionpolicies",
+        printer_columns: &[
+            NAME,
+            col("Validations", "integer", Cell::ListLen("spec.validations")),
+            col("ParamKind", "string", Cell::ParamKind),
+            AGE,
+        ],
+    },
+    resource! {
+        group: "admissionregistration.k8s.io", plural: "validatingadmissionpolicybindings",
+        singular: "validatingadmissionpolicybinding", kind: "ValidatingAdmissionPolicyBinding",
+        categories: &["api-extensions"], namespaced: false,
+        storage_prefix: "validatingadmissionpolicybindings",
+        printer_columns: &[
+            NAME,
+            col("PolicyName", "string", Cell::Path("spec.policyName")),
+            col("ParamRef", "string", Cell::ParamRef),
+            AGE,
+        ],
     },
     resource! {
         group: "apiextensions.k8s.io", plural: "customresourcedefinitions", singular: "customresourcedefinition",

@@ -19,7 +19,6 @@
 
 mod call;
 pub mod configuration;
-mod matching;
 mod review;
 
 use std::sync::Arc;
@@ -27,13 +26,15 @@ use std::sync::Arc;
 use listwatch_meta::ApiError;
 use serde_json::{Map, Value};
 
+use super::matching::conditions_hold;
 use super::request::Admission;
 use configuration::{GROUP, Hooks, MUTATING, VALIDATING, Webhook};
 
 /// The registered webhooks.
 async fn hooks(admission: &Admission<'_>) -> Arc<Hooks> {
     let state = admission.state;
-    state.webhooks.get([MUTATING, VALIDATING].map(|plural| state.store(GROUP, "v1", plural))).await
+    let stores = [MUTATING, VALIDATING].map(|plural| state.store(GROUP, "v1", plural));
+    state.webhooks.get(stores, Hooks::from_configurations).await
 }
 
 /// Whether writes of this resource skip webhooks: the webhook configurations themselves.
@@ -58,8 +59,10 @@ pub(super) async fn mutate(
     let mut invoked_reinvocable = Vec::new();
     let mut to_reinvoke: Vec<usize> = Vec::new();
     for (i, hook) in hooks.mutating.iter().enumerate() {
-        if !matching::matches(admission, hook, name, old, new.as_ref()).await? {
-            continue;
+        match sees(admission, hook, name, old, new.as_ref()).await {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(failure) => return Err(failure.into_error(&hook.spec.name)),
         }
         let changed = call_mutating(admission, hook, name, old, &mut new).await?;
         if changed {
@@ -133,8 +136,10 @@ pub(super) async fn validate(
     let hooks = hooks(admission).await;
     let mut relevant = Vec::new();
     for hook in &hooks.validating {
-        if matching::matches(admission, hook, name, old, new).await? {
-            relevant.push(hook.clone());
+        match sees(admission, hook, name, old, new).await {
+            Ok(true) => relevant.push(hook.clone()),
+            Ok(false) => {}
+            Err(failure) => return Err(failure.into_error(&hook.spec.name)),
         }
     }
     let calls = relevant.iter().map(|hook| async move {
@@ -145,6 +150,30 @@ pub(super) async fn validate(
         }
     });
     futures::future::join_all(calls).await.into_iter().collect()
+}
+
+/// Whether `hook` sees this write: its rules and selectors, then its match conditions. A
+/// condition that cannot be evaluated skips the webhook under `failurePolicy: Ignore` and
+/// refuses the request otherwise (kube's 403).
+async fn sees(
+    admission: &Admission<'_>,
+    hook: &Webhook,
+    name: &str,
+    old: Option<&Map<String, Value>>,
+    new: Option<&Map<String, Value>>,
+) -> Result<bool, Failure> {
+    if !hook.criteria.matches(admission, name, old, new).await.map_err(Failure::Refused)? {
+        return Ok(false);
+    }
+    if hook.spec.match_conditions.is_empty() {
+        return Ok(true);
+    }
+    let activation = admission.activation(name, old, new, None, None);
+    match conditions_hold(&hook.spec.match_conditions, &activation) {
+        Ok(holds) => Ok(holds),
+        Err(_) if hook.ignores_failures() => Ok(false),
+        Err(e) => Err(Failure::Refused(ApiError::forbidden(&admission.resource.group_resource(), name, &e))),
+    }
 }
 
 /// Why a webhook's answer is not an admission.
@@ -182,7 +211,7 @@ async fn call_hook(
             "admission webhook {quoted} does not support dry run"
         ))));
     }
-    if let Some(error) = &hook.selector_error {
+    if let Some(error) = &hook.criteria.selector_error {
         return Err(Failure::Calling(error.clone()));
     }
     let (uid, body) = review::request(admission, name, old, new);

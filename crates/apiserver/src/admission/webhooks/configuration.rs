@@ -1,17 +1,15 @@
 //! The webhook configurations as the webhooks read them: each configuration's webhooks parsed
-//! once (selectors included), in kube's calling order, and cached until either configuration
-//! kind's watch cache moves. Also where `serve --webhook-service` says a Service is reached.
+//! once (selectors included), in kube's calling order (cached by
+//! [`crate::admission::configurations`]). Also where `serve --webhook-service` says a Service is reached.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use listwatch_meta::Object;
-use listwatch_meta::selector::LabelSelector;
-use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::registry::ResourceStore;
+use crate::admission::criteria::{Criteria, MatchCondition, Rule};
 
 /// The group of webhook configurations.
 pub const GROUP: &str = "admissionregistration.k8s.io";
@@ -39,6 +37,8 @@ pub(super) struct WebhookSpec {
     pub(super) timeout_seconds: Option<u64>,
     #[serde(default)]
     pub(super) reinvocation_policy: Option<String>,
+    #[serde(default)]
+    pub(super) match_conditions: Vec<MatchCondition>,
 }
 
 /// How a webhook is reached.
@@ -59,48 +59,24 @@ pub(super) struct ServiceReference {
     pub(super) port: Option<u16>,
 }
 
-/// `RuleWithOperations`.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct Rule {
-    #[serde(default)]
-    pub(super) operations: Vec<String>,
-    #[serde(default)]
-    pub(super) api_groups: Vec<String>,
-    #[serde(default)]
-    pub(super) api_versions: Vec<String>,
-    #[serde(default)]
-    pub(super) resources: Vec<String>,
-    pub(super) scope: Option<String>,
-}
-
 /// A webhook ready to be matched and called.
 #[derive(Debug)]
 pub(super) struct Webhook {
     pub(super) spec: WebhookSpec,
-    pub(super) namespace_selector: Option<LabelSelector>,
-    pub(super) object_selector: Option<LabelSelector>,
-    /// `Err` holds why the selector does not parse (the call then fails, as kube's does).
-    pub(super) selector_error: Option<String>,
+    /// Its rules and selectors.
+    pub(super) criteria: Criteria,
 }
 
 impl Webhook {
     pub(super) fn parse(value: &Value) -> Option<Webhook> {
         let spec: WebhookSpec = serde_json::from_value(value.clone()).ok()?;
-        let mut selector_error = None;
-        let mut selector = |v: &Option<Value>| match v {
-            None => None,
-            Some(v) => {
-                let parsed = LabelSelector::from_api(v);
-                if parsed.is_none() {
-                    selector_error = Some(format!("invalid label selector {v}"));
-                }
-                parsed
-            }
-        };
-        let namespace_selector = selector(&spec.namespace_selector);
-        let object_selector = selector(&spec.object_selector);
-        Some(Webhook { spec, namespace_selector, object_selector, selector_error })
+        let criteria = Criteria::new(
+            spec.rules.clone(),
+            Vec::new(),
+            spec.namespace_selector.as_ref(),
+            spec.object_selector.as_ref(),
+        );
+        Some(Webhook { spec, criteria })
     }
 
     pub(super) fn ignores_failures(&self) -> bool {
@@ -129,7 +105,7 @@ pub struct Hooks {
 }
 
 impl Hooks {
-    pub(super) fn from_configurations(mutating: &[Arc<Object>], validating: &[Arc<Object>]) -> Hooks {
+    pub fn from_configurations(mutating: &[Arc<Object>], validating: &[Arc<Object>]) -> Hooks {
         let hooks = |configurations: &[Arc<Object>]| {
             let mut sorted: Vec<&Arc<Object>> = configurations.iter().collect();
             sorted.sort_by(|a, b| a.name().cmp(b.name()));
@@ -140,43 +116,6 @@ impl Hooks {
                 .collect()
         };
         Hooks { mutating: hooks(mutating), validating: hooks(validating) }
-    }
-}
-
-/// The webhooks as the caches hold them, parsed once per change of either configuration kind.
-#[derive(Default)]
-pub struct HookCache {
-    pub(super) current: Mutex<Option<([i64; 2], Arc<Hooks>)>>,
-}
-
-impl HookCache {
-    /// The webhooks of the mutating and the validating configurations' stores, in that order.
-    pub(super) async fn get(&self, stores: [Option<Arc<ResourceStore>>; 2]) -> Arc<Hooks> {
-        let caches: Option<Vec<_>> =
-            stores.iter().map(|s| s.as_ref().and_then(|s| s.cache.as_ref().filter(|c| c.is_ready()))).collect();
-        let key = caches.as_ref().map(|caches| [caches[0].resource_version(), caches[1].resource_version()]);
-        if let (Some(key), Some((cached, hooks))) = (key, self.current.lock().as_ref())
-            && key == *cached
-        {
-            return hooks.clone();
-        }
-        let mut lists = Vec::with_capacity(2);
-        for store in stores.iter().flatten() {
-            let cached = match store.cache.as_ref().filter(|c| c.is_ready()) {
-                Some(cache) => cache.list(None, None, None).await.map(|l| l.items).ok(),
-                None => None,
-            };
-            lists.push(match cached {
-                Some(objects) => objects,
-                None => store.list_all_now().await.unwrap_or_default(),
-            });
-        }
-        lists.resize(2, Vec::new());
-        let hooks = Arc::new(Hooks::from_configurations(&lists[0], &lists[1]));
-        if let Some(key) = key {
-            *self.current.lock() = Some((key, hooks.clone()));
-        }
-        hooks
     }
 }
 

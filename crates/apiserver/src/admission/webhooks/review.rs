@@ -28,49 +28,10 @@ pub(super) fn request(
     new: Option<&Map<String, Value>>,
 ) -> (String, Vec<u8>) {
     let uid = uuid::Uuid::new_v4().to_string();
-    let resource = admission.resource;
-    let kind = json!({"group": resource.group, "version": resource.version, "kind": resource.kind});
-    let gvr = json!({"group": resource.group, "version": resource.version, "resource": resource.plural});
-    let user = admission.user;
-    let mut user_info = json!({"username": user.name});
-    if !user.uid.is_empty() {
-        user_info["uid"] = json!(user.uid);
-    }
-    if !user.groups.is_empty() {
-        user_info["groups"] = json!(user.groups);
-    }
-    if !user.extra.is_empty() {
-        user_info["extra"] = json!(user.extra);
-    }
-    let mut request = json!({
-        "uid": uid,
-        "kind": kind,
-        "resource": gvr,
-        "requestKind": kind,
-        "requestResource": gvr,
-        "operation": admission.operation.as_str(),
-        "userInfo": user_info,
-        "object": new,
-        "oldObject": old,
-        "dryRun": admission.dry_run,
-        "options": admission.options,
-    });
-    if let Some(sub) = admission.subresource.filter(|s| !s.is_empty()) {
-        request["subResource"] = json!(sub);
-        request["requestSubResource"] = json!(sub);
-    }
-    if !name.is_empty() {
-        request["name"] = json!(name);
-    }
-    let namespace = match admission.namespace {
-        Some(ns) if !ns.is_empty() => Some(ns),
-        // A namespace's own requests carry its name as their namespace.
-        _ if resource.group.is_empty() && resource.plural == "namespaces" && !name.is_empty() => Some(name),
-        _ => None,
-    };
-    if let Some(ns) = namespace {
-        request["namespace"] = json!(ns);
-    }
+    let mut request = admission.attributes(name);
+    request.insert("uid".into(), json!(uid));
+    request.insert("object".into(), json!(new));
+    request.insert("oldObject".into(), json!(old));
     let review = json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": request});
     (uid, serde_json::to_vec(&review).expect("JSON values encode"))
 }
