@@ -345,3 +345,66 @@ async fn broken_webhook_configurations_get_kube_422s() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The simulator's webhook outage (`webhookOutage`, the debug API's `webhooks`): for its
+/// time, calls fail as to a webhook down, broken or slow, without reaching it, and the
+/// webhook's failure policy decides; it ends on time, or when ended.
+#[tokio::test]
+async fn webhook_outages_fail_calls_and_the_failure_policy_decides() {
+    let hooks = WebhookServer::start().await;
+    let server = Server::start("admission-outage", Backend::Memory, &[]).await;
+    let k = server.kubectl();
+    let hook = |policy: &str| {
+        configuration(
+            "ValidatingWebhookConfiguration",
+            "guard.example.com",
+            json!({"url": hooks.url("/deny")}),
+            &hooks.ca_bundle,
+            &["CREATE"],
+            json!({"failurePolicy": policy, "timeoutSeconds": 1}),
+        )
+    };
+    apply(&k, &hook("Fail")).await;
+    let probe = configmap("probe", json!({}));
+    await_dry_run(&server, &probe, 201).await;
+    let calls = hooks.reviews_to("/deny").len();
+    let outage = |query: &str| {
+        let server = &server;
+        let path = format!("/debug/listwatch/webhooks?{query}");
+        async move { assert_eq!(server.post_json(&path, &json!({})).await.0, 200, "{path}") }
+    };
+    let failed = |reason: String| {
+        format!(
+            "Internal error occurred: failed calling webhook \"guard.example.com\": failed to call webhook: {reason}"
+        )
+    };
+    let address = hooks.addr.to_string();
+    let shown = format!("Post \"{}?timeout=1s\"", hooks.url("/deny"));
+    for (mode, reason) in [
+        ("down", format!("{shown}: dial tcp {address}: connect: connection refused")),
+        ("error", "an error on the server (\"the webhook failed (a simulated outage)\") has prevented the request from succeeding".to_string()),
+        ("slow", format!("{shown}: context deadline exceeded")),
+    ] {
+        outage(&format!("mode={mode}&for=60s")).await;
+        let got = server.post_json("/api/v1/namespaces/default/configmaps?dryRun=All", &probe).await;
+        assert_failure(&got, 500, "InternalError");
+        assert_eq!(got.1["message"], failed(reason), "{mode}");
+    }
+    assert_eq!(hooks.reviews_to("/deny").len(), calls, "no call reached the webhook during the outage");
+    // An outage of another webhook leaves this one alone; under Ignore an outage lets writes
+    // through; ended, the webhook is called again.
+    outage("mode=down&for=60s&name=other.example.com").await;
+    assert_eq!(server.post_json("/api/v1/namespaces/default/configmaps?dryRun=All", &probe).await.0, 201);
+    assert_eq!(hooks.reviews_to("/deny").len(), calls + 1);
+    outage("mode=down&for=60s").await;
+    apply(&k, &hook("Ignore")).await;
+    await_dry_run(&server, &probe, 201).await;
+    assert_eq!(hooks.reviews_to("/deny").len(), calls + 1, "ignored, not called");
+    apply(&k, &hook("Fail")).await;
+    await_dry_run(&server, &probe, 500).await;
+    outage("mode=down&for=0s").await;
+    assert_eq!(server.post_json("/api/v1/namespaces/default/configmaps?dryRun=All", &probe).await.0, 201);
+    assert_eq!(hooks.reviews_to("/deny").len(), calls + 2);
+    let bad = server.post_json("/debug/listwatch/webhooks?mode=sideways&for=1s", &json!({})).await;
+    assert_failure(&bad, 400, "BadRequest");
+}

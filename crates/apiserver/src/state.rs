@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use crate::client_audit::ClientAudit;
 use crate::config::ServerConfig;
 use crate::customresources::CustomResources;
-use crate::faults::{ReadFaults, Throttle, WatchFaults};
+use crate::faults::{ReadFaults, Throttle, WatchFaults, WebhookFaults};
 use crate::registry::{DeletionNotices, ResourceStore};
 
 /// Everything a request handler needs.
@@ -37,6 +37,8 @@ pub struct ApiState {
     pub throttle: Throttle,
     /// Expired continue tokens and too-large resourceVersions the debug API asked for.
     pub read_faults: ReadFaults,
+    /// Admission webhook outages the debug API set.
+    pub webhook_faults: WebhookFaults,
     /// What the debug API (and `--break-watch`) injects into watch streams; every stream's
     /// pump holds it.
     pub watch_faults: Arc<WatchFaults>,
@@ -85,6 +87,7 @@ impl ApiState {
             consistent_reads_from_cache,
             throttle: Throttle::default(),
             read_faults: ReadFaults::default(),
+            webhook_faults: WebhookFaults::default(),
             watch_faults,
             rbac: Default::default(),
             webhooks: Default::default(),

@@ -216,7 +216,8 @@ async fn call_hook(
     }
     let (uid, body) = review::request(admission, name, old, new);
     let services = &admission.state.config.webhook_services;
-    let reply = call::post(&hook.spec.client_config, hook.timeout(), services, body)
+    let injected = admission.state.webhook_faults.failure(&hook.spec.name);
+    let reply = call::post(&hook.spec.client_config, hook.timeout(), services, body, injected)
         .await
         .map_err(|e| Failure::Calling(format!("failed to call webhook: {e}")))?;
     let answer = review::verify(&uid, mutating, &reply)

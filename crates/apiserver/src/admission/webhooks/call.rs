@@ -17,6 +17,7 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig as TlsConfig, RootCertStore};
 
 use super::configuration::{ClientConfig, ServiceUrl};
+use crate::faults::WebhookFailure;
 
 /// Where one call goes.
 struct Target {
@@ -95,17 +96,32 @@ fn tls_config(config: &ClientConfig) -> Result<Arc<TlsConfig>, String> {
     Ok(Arc::new(config))
 }
 
-/// POSTs `body` and returns the answer's body; the error is Go's words for what failed.
+/// POSTs `body` and returns the answer's body; the error is Go's words for what failed. An
+/// `injected` failure (the simulator's webhook outage) fails the call as a webhook down, slow
+/// or broken would, without reaching it.
 pub(super) async fn post(
     config: &ClientConfig,
     timeout: Duration,
     services: &[ServiceUrl],
     body: Vec<u8>,
+    injected: Option<WebhookFailure>,
 ) -> Result<Vec<u8>, String> {
     let target = target(config, timeout, services)?;
     let shown = listwatch_meta::validation::go_quote(&target.shown);
     let tls = tls_config(config)?;
-    match tokio::time::timeout(timeout, exchange(&target, tls, body)).await {
+    let call = async {
+        match injected {
+            None => exchange(&target, tls, body).await,
+            Some(WebhookFailure::Down) => {
+                Err(Fault::Transport(format!("dial tcp {}: connect: connection refused", target.address)))
+            }
+            Some(WebhookFailure::Slow) => futures::future::pending().await,
+            Some(WebhookFailure::Error) => {
+                Err(Fault::Answer(unsuccessful(500, b"the webhook failed (a simulated outage)")))
+            }
+        }
+    };
+    match tokio::time::timeout(timeout, call).await {
         Ok(Ok(answer)) => Ok(answer),
         Ok(Err(Fault::Transport(e))) => Err(format!("Post {shown}: {e}")),
         Ok(Err(Fault::Answer(e))) => Err(e),
