@@ -6,6 +6,7 @@
 //! webhook configurations never sent to webhooks. ValidatingAdmissionPolicies are in
 //! [`policies`].
 
+mod kopf;
 mod policies;
 mod webhook_server;
 
