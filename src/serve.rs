@@ -142,6 +142,11 @@ pub struct ServeArgs {
     /// user (listwatch-admin, in system:masters) still gets in.
     #[arg(long, default_value = "AlwaysAllow", value_parser = parse_authorization_mode)]
     authorization_mode: AuthorizationMode,
+    /// Where an admission webhook's Service runs, as NAMESPACE/NAME=https://HOST:PORT
+    /// (repeatable): nothing runs in-cluster, so a webhook configuration naming a Service is
+    /// called at this address, its certificate checked for NAME.NAMESPACE.svc as kube checks it.
+    #[arg(long, value_name = "NAMESPACE/NAME=https://HOST:PORT")]
+    webhook_service: Vec<listwatch_apiserver::WebhookServiceUrl>,
     /// Serve requests that bring no credentials as system:anonymous; when false they get 401,
     /// except /healthz, /livez, /readyz and /version.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
@@ -430,6 +435,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = server_config(&args, addr.to_string())?;
     config.authentication = security.authentication.clone();
     config.authorization = args.authorization_mode;
+    config.webhook_services = args.webhook_service.clone();
     // With the debug API on, storage can be made to fail on purpose (a storage outage).
     let storage = if args.enable_debug_api {
         let outage = Outage::default();

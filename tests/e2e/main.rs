@@ -2,6 +2,7 @@
 
 mod support;
 
+mod admission;
 mod api_errors;
 mod auth;
 mod bad_input;

@@ -58,6 +58,8 @@ pub struct ServerConfig {
     /// `--audit-clients`: record and judge every client's requests (the client audit), with
     /// these thresholds; `None` records nothing.
     pub audit_clients: Option<listwatch_simulator::audit::Thresholds>,
+    /// `--webhook-service`: where the Services admission webhooks name are reached.
+    pub webhook_services: Vec<crate::admission::webhooks::configuration::ServiceUrl>,
 }
 
 impl Default for ServerConfig {
@@ -82,6 +84,7 @@ impl Default for ServerConfig {
             storage_outage: None,
             bootstrap_namespaces: true,
             audit_clients: None,
+            webhook_services: Vec::new(),
         }
     }
 }

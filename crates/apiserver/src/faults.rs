@@ -6,17 +6,20 @@
 //! * [`throttle`]: 429s for the next N requests;
 //! * [`breaker`]: which watch guarantee every stream breaks (the pump breaks it);
 //! * [`streams`]: network faults on watch streams (latency, cuts, blackholes, stalls, GOAWAY);
-//! * [`reads`]: expired continue tokens, too-large resourceVersions.
+//! * [`reads`]: expired continue tokens, too-large resourceVersions;
+//! * [`webhooks`]: admission webhooks down, slow or failing.
 
 pub mod breaker;
 pub mod reads;
 pub mod streams;
 pub mod throttle;
+pub mod webhooks;
 
 pub use breaker::{BreakerSwitch, WatchBreaker};
 pub use reads::ReadFaults;
 pub use streams::{StreamFault, StreamFaults, StreamPlan};
 pub use throttle::Throttle;
+pub use webhooks::{WebhookFailure, WebhookFaults};
 
 /// What the debug API injects into watch streams, shared by the state and every stream's pump.
 #[derive(Default)]

@@ -32,7 +32,6 @@ use crate::state::ApiState;
 use crate::transport::body::Body;
 use patch_kind::PatchKind;
 
-pub mod admission;
 pub mod apply;
 pub mod binding;
 pub mod body_in;

@@ -28,6 +28,7 @@
 //! for readers of the source (`cargo doc --document-private-items` renders them).
 #![allow(rustdoc::private_intra_doc_links)]
 
+mod admission;
 pub mod authn;
 mod authz;
 pub mod client_audit;
@@ -48,6 +49,7 @@ mod state;
 mod transport;
 mod upkeep;
 
+pub use admission::webhooks::configuration::ServiceUrl as WebhookServiceUrl;
 pub use authz::AuthorizationMode;
 pub use config::{REQUEST_THREAD_STACK_BYTES, ServerConfig};
 pub use faults::{StreamFault, WatchBreaker};

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use crate::client_audit::ClientAudit;
 use crate::config::ServerConfig;
 use crate::customresources::CustomResources;
-use crate::faults::{ReadFaults, Throttle, WatchFaults};
+use crate::faults::{ReadFaults, Throttle, WatchFaults, WebhookFaults};
 use crate::registry::{DeletionNotices, ResourceStore};
 
 /// Everything a request handler needs.
@@ -37,11 +37,19 @@ pub struct ApiState {
     pub throttle: Throttle,
     /// Expired continue tokens and too-large resourceVersions the debug API asked for.
     pub read_faults: ReadFaults,
+    /// Admission webhook outages the debug API set.
+    pub webhook_faults: WebhookFaults,
     /// What the debug API (and `--break-watch`) injects into watch streams; every stream's
     /// pump holds it.
     pub watch_faults: Arc<WatchFaults>,
     /// The RBAC policy as the watch caches hold it, parsed once per change.
     pub rbac: crate::authz::rbac::PolicyCache,
+    /// The admission webhooks as the watch caches hold them, parsed once per change.
+    pub webhooks:
+        crate::admission::configurations::ConfigurationCache<crate::admission::webhooks::configuration::Hooks>,
+    /// The ValidatingAdmissionPolicies with their bindings, as the watch caches hold them.
+    pub policies:
+        crate::admission::configurations::ConfigurationCache<crate::admission::policies::configuration::Policies>,
     /// The client audit's recorder (`--audit-clients`).
     pub client_audit: Option<Arc<ClientAudit>>,
     /// Flips to true on shutdown: open watches end.
@@ -79,8 +87,11 @@ impl ApiState {
             consistent_reads_from_cache,
             throttle: Throttle::default(),
             read_faults: ReadFaults::default(),
+            webhook_faults: WebhookFaults::default(),
             watch_faults,
             rbac: Default::default(),
+            webhooks: Default::default(),
+            policies: Default::default(),
             client_audit,
             shutdown,
             shutdown_tx,

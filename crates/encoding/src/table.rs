@@ -215,6 +215,33 @@ fn cell(cell: Cell, object: &Object, v: &Value) -> Value {
             text(lookup(v, "roleRef.name")).unwrap_or_default()
         )),
         Cell::Subjects(kind) => Value::String(subjects(v, kind)),
+        Cell::ParamKind => Value::String(match lookup(v, "spec.paramKind") {
+            Some(kind) => format!(
+                "{}/{}",
+                text(kind.get("apiVersion")).unwrap_or_default(),
+                text(kind.get("kind")).unwrap_or_default()
+            ),
+            None => "<unset>".into(),
+        }),
+        Cell::ParamRef => Value::String(param_ref(v)),
+    }
+}
+
+/// kubectl's ParamRef cell of a ValidatingAdmissionPolicyBinding.
+fn param_ref(v: &Value) -> String {
+    let Some(param_ref) = lookup(v, "spec.paramRef") else { return "<unset>".into() };
+    let name = text(param_ref.get("name")).unwrap_or_default();
+    if !name.is_empty() {
+        return match text(param_ref.get("namespace")).filter(|ns| !ns.is_empty()) {
+            Some(ns) => format!("{ns}/{name}"),
+            // Whether the param is cluster-scoped is not known here: kube writes `*`.
+            None => format!("*/{name}"),
+        };
+    }
+    // kube prints the selector's protobuf text; its label-selector form reads the same way.
+    match param_ref.get("selector").and_then(listwatch_meta::selector::LabelSelector::from_api) {
+        Some(selector) => selector.to_string(),
+        None => "<unset>".into(),
     }
 }
 

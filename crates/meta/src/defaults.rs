@@ -76,7 +76,59 @@ pub fn apply_defaults(group: &str, kind: &str, object: &mut Map<String, Value>) 
                 }
             }
         }
+        // admissionregistration/v1's SetDefaults_ValidatingWebhook / _MutatingWebhook,
+        // SetDefaults_Rule and SetDefaults_ServiceReference.
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration") => {
+            let mutating = kind == "MutatingWebhookConfiguration";
+            for webhook in objects_in(object, "webhooks") {
+                webhook_defaults(webhook, mutating);
+            }
+        }
+        // SetDefaults_ValidatingAdmissionPolicySpec and SetDefaults_MatchResources.
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            if let Some(spec) = object_at(object, "spec") {
+                set(spec, "failurePolicy", || json!("Fail"));
+                if let Some(constraints) = object_at(spec, "matchConstraints") {
+                    match_resources_defaults(constraints);
+                }
+            }
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            if let Some(resources) = object_at(object, "spec").and_then(|s| object_at(s, "matchResources")) {
+                match_resources_defaults(resources);
+            }
+        }
         _ => {}
+    }
+}
+
+/// The defaults of a policy's or binding's `MatchResources`.
+fn match_resources_defaults(resources: &mut Map<String, Value>) {
+    set(resources, "matchPolicy", || json!("Equivalent"));
+    set(resources, "namespaceSelector", || json!({}));
+    set(resources, "objectSelector", || json!({}));
+    for key in ["resourceRules", "excludeResourceRules"] {
+        for rule in objects_in(resources, key) {
+            set(rule, "scope", || json!("*"));
+        }
+    }
+}
+
+/// The defaults of one admission webhook.
+fn webhook_defaults(webhook: &mut Map<String, Value>, mutating: bool) {
+    set(webhook, "failurePolicy", || json!("Fail"));
+    set(webhook, "matchPolicy", || json!("Equivalent"));
+    set(webhook, "namespaceSelector", || json!({}));
+    set(webhook, "objectSelector", || json!({}));
+    set(webhook, "timeoutSeconds", || json!(10));
+    if mutating {
+        set(webhook, "reinvocationPolicy", || json!("Never"));
+    }
+    for rule in objects_in(webhook, "rules") {
+        set(rule, "scope", || json!("*"));
+    }
+    if let Some(service) = object_at(webhook, "clientConfig").and_then(|c| object_at(c, "service")) {
+        set(service, "port", || json!(443));
     }
 }
 

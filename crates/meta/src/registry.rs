@@ -90,6 +90,11 @@ pub enum Cell {
     /// The names of a binding's subjects of one kind, comma-separated (`namespace/name` for
     /// service accounts).
     Subjects(&'static str),
+    /// A ValidatingAdmissionPolicy's `paramKind` as `apiVersion/kind`, or `<unset>`.
+    ParamKind,
+    /// A ValidatingAdmissionPolicyBinding's `paramRef` as kubectl shows it: `namespace/name`,
+    /// `*/name` without a namespace, the selector, or `<unset>`.
+    ParamRef,
 }
 
 /// One column of the table kubectl prints.
@@ -130,6 +135,15 @@ const AGE: PrinterColumn = PrinterColumn {
     cell: Cell::Age,
 };
 const CREATED_AT: PrinterColumn = PrinterColumn { name: "Created At", type_: "date", cell: Cell::CreatedAt, ..AGE };
+/// kubectl's columns of webhook configurations.
+const WEBHOOK_CONFIGURATION_COLUMNS: &[PrinterColumn] = &[
+    NAME,
+    PrinterColumn {
+        description: "Webhooks indicates the number of webhooks registered in this configuration.",
+        ..col("Webhooks", "integer", Cell::ListLen("webhooks"))
+    },
+    AGE,
+];
 /// kubectl's columns of RoleBindings and ClusterRoleBindings (the subjects with `-o wide`).
 const BINDING_COLUMNS: &[PrinterColumn] = &[
     NAME,
@@ -480,7 +494,45 @@ pub static BUILTIN: &[Resource] = &[
         group: "rbac.authorization.k8s.io", plural: "roles", singular: "role", kind: "Role",
         storage_prefix: "roles", name_rule: NameRule::PathSegment, printer_columns: &[NAME, CREATED_AT],
     },
-    // apiextensions.k8s.io (16700) comes next, then coordination.k8s.io (16500).
+    // admissionregistration.k8s.io and apiextensions.k8s.io share priority 16700 and are
+    // ordered by name; coordination.k8s.io (16500) follows. kube prints a webhook
+    // configuration with the number of its webhooks.
+    resource! {
+        group: "admissionregistration.k8s.io", plural: "mutatingwebhookconfigurations",
+        singular: "mutatingwebhookconfiguration", kind: "MutatingWebhookConfiguration",
+        categories: &["api-extensions"], namespaced: false,
+        storage_prefix: "mutatingwebhookconfigurations", printer_columns: WEBHOOK_CONFIGURATION_COLUMNS,
+    },
+    resource! {
+        group: "admissionregistration.k8s.io", plural: "validatingwebhookconfigurations",
+        singular: "validatingwebhookconfiguration", kind: "ValidatingWebhookConfiguration",
+        categories: &["api-extensions"], namespaced: false,
+        storage_prefix: "validatingwebhookconfigurations", printer_columns: WEBHOOK_CONFIGURATION_COLUMNS,
+    },
+    resource! {
+        group: "admissionregistration.k8s.io", plural: "validatingadmissionpolicies",
+        singular: "validatingadmissionpolicy", kind: "ValidatingAdmissionPolicy",
+        categories: &["api-extensions"], namespaced: false, subresources: &[Subresource::Status],
+        storage_prefix: "validatingadmissionpolicies",
+        printer_columns: &[
+            NAME,
+            col("Validations", "integer", Cell::ListLen("spec.validations")),
+            col("ParamKind", "string", Cell::ParamKind),
+            AGE,
+        ],
+    },
+    resource! {
+        group: "admissionregistration.k8s.io", plural: "validatingadmissionpolicybindings",
+        singular: "validatingadmissionpolicybinding", kind: "ValidatingAdmissionPolicyBinding",
+        categories: &["api-extensions"], namespaced: false,
+        storage_prefix: "validatingadmissionpolicybindings",
+        printer_columns: &[
+            NAME,
+            col("PolicyName", "string", Cell::Path("spec.policyName")),
+            col("ParamRef", "string", Cell::ParamRef),
+            AGE,
+        ],
+    },
     resource! {
         group: "apiextensions.k8s.io", plural: "customresourcedefinitions", singular: "customresourcedefinition",
         kind: "CustomResourceDefinition", short_names: &["crd", "crds"], categories: &["api-extensions"],

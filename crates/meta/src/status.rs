@@ -111,7 +111,8 @@ impl Status {
         }
     }
 
-    fn failure(code: u16, reason: &str, message: impl Into<String>, details: Option<StatusDetails>) -> Status {
+    /// A `Failure` Status with this code, reason, message and details.
+    pub fn failure(code: u16, reason: &str, message: impl Into<String>, details: Option<StatusDetails>) -> Status {
         Status {
             kind: "Status".into(),
             api_version: "v1".into(),

@@ -338,8 +338,8 @@ fn workload_table() -> TableSchema {
 ///
 /// Covered: Pod, PodTemplate, ReplicationController, Deployment, ReplicaSet,
 /// StatefulSet, DaemonSet, Job, CronJob, Service, Namespace, Node,
-/// ServiceAccount, PersistentVolumeClaim, and (metadata only) ConfigMap,
-/// Secret, Endpoints, Event, Lease.
+/// ServiceAccount, PersistentVolumeClaim, the webhook configurations and admission
+/// policies, and (metadata only) ConfigMap, Secret, Endpoints, Event, Lease.
 pub fn builtin_schema(kind: &str) -> Option<TableSchema> {
     let body = match kind {
         "Pod" => TableSchema::new()
@@ -380,6 +380,21 @@ pub fn builtin_schema(kind: &str) -> Option<TableSchema> {
         "ServiceAccount" => {
             TableSchema::new().with_list("secrets", ListStrategy::merge("name")).with_atomic_map("secrets")
         }
+        // `admissionregistration/v1`: webhooks and their match conditions merge by name; the
+        // selectors are label selectors (atomic for server-side apply).
+        "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => TableSchema::new()
+            .with_list("webhooks", ListStrategy::merge("name"))
+            .with_list("webhooks.matchConditions", ListStrategy::merge("name"))
+            .with_atomic_map("webhooks.namespaceSelector")
+            .with_atomic_map("webhooks.objectSelector"),
+        "ValidatingAdmissionPolicy" => TableSchema::new()
+            .with_list("spec.matchConditions", ListStrategy::merge("name"))
+            .with_atomic_map("spec.matchConstraints.namespaceSelector")
+            .with_atomic_map("spec.matchConstraints.objectSelector"),
+        "ValidatingAdmissionPolicyBinding" => TableSchema::new()
+            .with_atomic_map("spec.matchResources.namespaceSelector")
+            .with_atomic_map("spec.matchResources.objectSelector")
+            .with_atomic_map("spec.paramRef.selector"),
         "ConfigMap" | "Secret" | "Endpoints" | "Event" | "Lease" => TableSchema::new(),
         _ => return None,
     };

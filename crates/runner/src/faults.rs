@@ -161,6 +161,13 @@ impl FaultTarget {
                     .await?;
                 Ok(Caused::note(format!("server {server}'s caches {lag} ms behind for {ms} ms")))
             }
+            Fault::WebhookOutage { mode, webhook, duration } => {
+                let ms = duration.0.as_millis();
+                let name = webhook.as_deref().unwrap_or_default();
+                self.debug(&format!("/debug/listwatch/webhooks?mode={mode}&for={ms}ms&name={name}")).await?;
+                let which = webhook.as_deref().map_or("every webhook".to_string(), |w| format!("webhook {w}"));
+                Ok(Caused::note(format!("{which} {mode} for {ms} ms")))
+            }
             Fault::BreakWatch { kind } => {
                 self.debug(&format!("/debug/listwatch/break?kind={kind}")).await?;
                 Ok(Caused::note(format!("server breaks watches: {kind}")))

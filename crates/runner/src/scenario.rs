@@ -524,6 +524,19 @@ pub enum Fault {
         /// How long.
         duration: Dur,
     },
+    /// For a while, calls to the admission webhooks (every one, or the one named) fail as a
+    /// webhook that is down, slow (it times out) or answers errors would; each webhook's
+    /// `failurePolicy` decides whether the writes it sees are refused or let through.
+    WebhookOutage {
+        /// `down`, `slow` or `error`.
+        mode: String,
+        /// The webhook's name in its configuration; every webhook when absent.
+        #[serde(default)]
+        webhook: Option<String>,
+        /// How long.
+        #[serde(rename = "for")]
+        duration: Dur,
+    },
     /// Make the server break a watch guarantee on purpose (the checker's self-test).
     BreakWatch {
         /// `skip-event`, `duplicate-event`, `bookmark-ahead`, `alter-object`,
@@ -583,7 +596,7 @@ impl<'de> Deserialize<'de> for Dur {
 const TIMING_KEYS: [&str; 5] = ["at", "every", "from", "until", "jitter"];
 
 /// The fault keys (for "expected one of" messages).
-const FAULT_KEYS: [&str; 15] = [
+const FAULT_KEYS: [&str; 16] = [
     "compact",
     "dropWatches",
     "resetCache",
@@ -599,6 +612,7 @@ const FAULT_KEYS: [&str; 15] = [
     "expireContinue",
     "tooLargeResourceVersion",
     "laggingCache",
+    "webhookOutage",
 ];
 
 thread_local! {
@@ -712,6 +726,14 @@ fn read_fault<'de, A: MapAccess<'de>>(name: &str, map: &mut A) -> Result<Fault, 
             map.next_value::<de::IgnoredAny>()?;
             Fault::EtcdLeaderChange {}
         }
+        "webhookOutage" => {
+            let a = map.next_value::<WebhookOutageArgs>()?;
+            const MODES: [&str; 3] = ["down", "slow", "error"];
+            if !MODES.contains(&a.mode.as_str()) {
+                return Err(de::Error::unknown_variant(&a.mode, &MODES));
+            }
+            Fault::WebhookOutage { mode: a.mode, webhook: a.webhook, duration: a.duration }
+        }
         other if TIMING_KEYS.contains(&other) => unreachable!("timing keys are read by the caller"),
         other => {
             let expected: Vec<&str> = TIMING_KEYS.iter().chain(FAULT_KEYS.iter()).copied().collect();
@@ -789,6 +811,16 @@ struct ThrottleArgs {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct OutageArgs {
+    #[serde(rename = "for")]
+    duration: Dur,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebhookOutageArgs {
+    mode: String,
+    #[serde(default)]
+    webhook: Option<String>,
     #[serde(rename = "for")]
     duration: Dur,
 }
@@ -1056,6 +1088,17 @@ faults:
         assert!(refusal(&expire("{for: 1s, count: 2}")).contains("one of `for` (a duration) or `count`"));
         let counted = parse("s.yaml", &expire("{count: 2}")).unwrap();
         assert!(matches!(counted.faults[0].fault, Fault::ExpireContinue(ContinueExpiry::Next(2))));
+
+        let outage = |args: &str| {
+            format!("name: x\nduration: 1s\nclients: [{{name: a}}]\nfaults:\n  - {{at: 1s, webhookOutage: {args}}}\n")
+        };
+        assert!(refusal(&outage("{mode: sideways, for: 1s}")).contains("unknown variant `sideways`"));
+        assert!(refusal(&outage("{mode: down}")).contains("missing field `for`"));
+        let down = parse("s.yaml", &outage("{mode: down, webhook: a.example.com, for: 2s}")).unwrap();
+        assert!(matches!(
+            &down.faults[0].fault,
+            Fault::WebhookOutage { mode, webhook: Some(w), duration } if mode == "down" && w == "a.example.com" && duration.0 == Duration::from_secs(2)
+        ));
     }
 
     #[test]

@@ -142,6 +142,7 @@ async fn discovery_and_openapi_list_a_crd_once_established(backend: Backend) {
             "authentication.k8s.io",
             "authorization.k8s.io",
             "rbac.authorization.k8s.io",
+            "admissionregistration.k8s.io",
             "apiextensions.k8s.io",
             "coordination.k8s.io",
             "stable.example.com"

@@ -328,6 +328,65 @@ pub fn compiles(condition: &str) -> Result<(), String> {
     program(condition).map(|_| ())
 }
 
+/// The variables an admission expression sees (kube's `object`, `oldObject`, `request`,
+/// `params`, `namespaceObject`, and the policy's own `variables`), typed as JSON types them, in
+/// the environment of the schema rules. ValidatingAdmissionPolicy and webhook match conditions
+/// evaluate their expressions against one activation per request (and per param).
+pub struct Activation {
+    context: Context<'static, 'static>,
+    variables: HashMap<String, Cel>,
+}
+
+impl Activation {
+    /// An activation binding each name to its JSON value (`null` for an absent object).
+    pub fn new(bindings: &[(&str, &Value)]) -> Activation {
+        let mut context = Context::with_env(env());
+        for (name, value) in bindings {
+            context.add_variable_from_value(*name, to_cel(&Schema::default(), value));
+        }
+        context.add_variable_from_value("variables", Cel::from(HashMap::<String, Cel>::new()));
+        Activation { context, variables: HashMap::new() }
+    }
+
+    /// Evaluates `expression` and binds its value as `variables.<name>`. One that fails stays
+    /// unbound, so that only the expressions that use it fail (kube evaluates variables lazily,
+    /// when an expression first names them); its error is returned for the record.
+    pub fn define(&mut self, name: &str, expression: &str) -> Result<(), String> {
+        let value = self.evaluate(expression)?;
+        self.variables.insert(name.to_owned(), value);
+        self.context.add_variable_from_value("variables", Cel::from(self.variables.clone()));
+        Ok(())
+    }
+
+    /// Whether `expression` evaluates to `true` (anything else is `false`, as kube's validator
+    /// reads a result); `Err` is kube's `expression '...' resulted in error: ...`.
+    pub fn holds(&self, expression: &str) -> Result<bool, String> {
+        Ok(matches!(self.evaluate(expression)?, Cel::Bool(true)))
+    }
+
+    /// A condition that must be a bool (match conditions): `Err` when it is not.
+    pub fn condition(&self, expression: &str) -> Result<bool, String> {
+        match self.evaluate(expression)? {
+            Cel::Bool(holds) => Ok(holds),
+            other => Err(format!("expression '{expression}' resulted in a {}, not a bool", other.type_of())),
+        }
+    }
+
+    /// The string `expression` evaluates to (a message expression); `None` for any other type.
+    pub fn string(&self, expression: &str) -> Result<Option<String>, String> {
+        match self.evaluate(expression)? {
+            Cel::String(text) => Ok(Some(text.to_string())),
+            _ => Ok(None),
+        }
+    }
+
+    fn evaluate(&self, expression: &str) -> Result<Cel, String> {
+        let failed = |e: String| format!("expression '{expression}' resulted in error: {e}");
+        let program = program(expression).map_err(failed)?;
+        program.execute(&self.context).map_err(|e| failed(e.to_string()))
+    }
+}
+
 /// `value` as CEL sees it under `schema`.
 fn to_cel(schema: &Schema, value: &Value) -> Cel {
     match value {
@@ -462,6 +521,25 @@ mod tests {
             run(&s, new, Some(old)),
             vec!["ports[0]: Invalid value: \"object\": port is immutable (FieldValueInvalid)"]
         );
+    }
+
+    #[test]
+    fn admission_expressions_see_their_variables_and_say_why_they_fail() {
+        let object = serde_json::json!({"spec": {"replicas": 3}, "metadata": {"name": "web"}});
+        let request = serde_json::json!({"operation": "CREATE"});
+        let mut activation =
+            Activation::new(&[("object", &object), ("request", &request), ("oldObject", &Value::Null)]);
+        assert_eq!(activation.holds("object.spec.replicas <= 5"), Ok(true));
+        assert_eq!(activation.holds("object.spec.replicas > 5"), Ok(false));
+        assert_eq!(activation.holds("oldObject == null && request.operation == 'CREATE'"), Ok(true));
+        activation.define("limit", "2").unwrap();
+        assert_eq!(activation.holds("object.spec.replicas <= variables.limit"), Ok(false));
+        assert!(activation.define("broken", "object.spec.missing").is_err());
+        let error = activation.holds("variables.broken == 1").unwrap_err();
+        assert!(error.starts_with("expression 'variables.broken == 1' resulted in error: "), "{error}");
+        assert_eq!(activation.string("'too many: ' + string(object.spec.replicas)"), Ok(Some("too many: 3".into())));
+        assert_eq!(activation.string("1"), Ok(None));
+        assert!(activation.condition("1").is_err());
     }
 
     #[test]

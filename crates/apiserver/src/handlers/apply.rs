@@ -29,8 +29,9 @@ use listwatch_patch::apply::{ApplySchema, ListType, PathElement, path_string};
 use serde_json::{Map, Value};
 
 use super::field_manager::{self, Ownership, SharedSchema};
+use super::schema;
 use super::write::{self, NewName, WriteRequest, meta_str, respond};
-use super::{admission, schema};
+use crate::admission::{Admission, Operation};
 use crate::authz::escalation::Guard;
 use crate::options::{ApplyOptions, FieldValidation, apply_options};
 use crate::registry::{ResourceStore, strategy};
@@ -59,22 +60,49 @@ pub async fn apply(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     if applier.subresource == Some(Subresource::Scale) {
         return super::scale::apply(store, req, &config, &options).await;
     }
+    let namespace = store.scope(req.namespace.as_deref());
+    let admission = |operation| {
+        let subresource = req.subresource.as_deref();
+        Admission::new(
+            state,
+            user,
+            store.resource,
+            subresource,
+            namespace,
+            operation,
+            options.dry_run,
+            Some(&options.manager),
+        )
+    };
     for _ in 0..CREATE_RACES {
         let mut warnings = Vec::new();
-        let updated =
-            write::update_to(store, req, options.dry_run, false, Ownership::Made, guard.as_ref(), |existing| {
+        let updating = admission(Operation::Update);
+        let updated = write::update_to(
+            store,
+            req,
+            options.dry_run,
+            false,
+            Ownership::Made,
+            guard.as_ref(),
+            Some(&updating),
+            |existing| {
                 warnings.clear();
                 applier.applied(Some(&existing.value()), &mut warnings)
-            })
-            .await;
+            },
+        )
+        .await;
         match updated {
             Ok(updated) => {
+                warnings.extend(updating.warnings());
                 return Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings));
             }
             // `/status` has no create: kube's status store updates without `forceAllowCreate`.
             Err(e) if e.code() == 404 && applier.subresource.is_none() => {
                 let mut warnings = Vec::new();
-                if let Some(created) = create(state, store, req, &applier, guard.as_ref(), &mut warnings).await? {
+                let creating = admission(Operation::Create);
+                let created = create(state, store, req, &applier, guard.as_ref(), &creating, &mut warnings).await?;
+                if let Some(created) = created {
+                    warnings.extend(creating.warnings());
                     return Ok(response::with_warnings(respond(store, media, 201, &created), &warnings));
                 }
             }
@@ -236,6 +264,7 @@ async fn create(
     req: &ResourceRequest,
     applier: &Applier<'_>,
     escalation: Option<&Guard>,
+    admission: &Admission<'_>,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Object>, ApiError> {
     let resource = store.resource;
@@ -263,13 +292,14 @@ async fn create(
     }
     let namespace = store.scope(req.namespace.as_deref());
     if let Some(ns) = namespace {
-        admission::check_namespace_accepts_writes(state, ns, resource, name).await?;
+        crate::admission::lifecycle::check_namespace_accepts_writes(state, ns, resource, name).await?;
     }
+    let object = admission.mutate(name, None, Some(object)).await?.unwrap_or_default();
     if let Some(guard) = escalation {
         guard.check(namespace.unwrap_or(""), &object)?;
     }
     let new_name = NewName { explicit: Some(name), generate: None };
-    match write::store_new(store, namespace, object, new_name, applier.options.dry_run).await {
+    match write::store_new(store, namespace, object, new_name, applier.options.dry_run, Some(admission)).await {
         Ok(created) => Ok(Some(created)),
         Err(e) if e.reason() == "AlreadyExists" => Ok(None),
         Err(e) => Err(e),

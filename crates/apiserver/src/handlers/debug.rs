@@ -30,7 +30,10 @@
 //! * `POST /debug/listwatch/storage/outage?for=D`: every storage call fails as a dead etcd's
 //!   would for D (`0s` ends an outage early; see `listwatch_storage::faults`);
 //! * `POST /debug/listwatch/streams?fault=F&...`: network faults on watch streams (latency,
-//!   cuts mid-event, blackholes, HTTP/2 GOAWAY; see [`streams`]).
+//!   cuts mid-event, blackholes, HTTP/2 GOAWAY; see [`streams`]);
+//! * `POST /debug/listwatch/webhooks?mode=M&for=D[&name=N]`: for D, calls to every admission
+//!   webhook (or to the one named N) fail as one that is `down`, `slow` or answers an `error`
+//!   would (`0s` ends it; see `crate::faults::webhooks`).
 
 pub mod clients;
 mod history;
@@ -41,7 +44,7 @@ use bytes::Bytes;
 use listwatch_meta::ApiError;
 use serde_json::json;
 
-use crate::faults::WatchBreaker;
+use crate::faults::{WatchBreaker, WebhookFailure};
 use crate::request::Query;
 use crate::response::{self, HttpResponse};
 use crate::state::ApiState;
@@ -136,6 +139,17 @@ pub async fn handle(
             json!({"outageSeconds": duration.as_secs_f64()})
         }
         "/debug/listwatch/streams" => streams::respond(state, query)?,
+        "/debug/listwatch/webhooks" => {
+            let failure = query
+                .get("mode")
+                .ok_or_else(|| String::from("mode is required"))
+                .and_then(str::parse::<WebhookFailure>)
+                .map_err(ApiError::bad_request)?;
+            let lasting = duration_param(query, "for")?.ok_or_else(|| ApiError::bad_request("for is required"))?;
+            let webhook = query.get("name").filter(|n| !n.is_empty()).map(String::from);
+            state.webhook_faults.set(webhook.clone(), failure, std::time::Instant::now() + lasting);
+            json!({"webhook": webhook, "mode": failure.name(), "forSeconds": lasting.as_secs_f64()})
+        }
         "/debug/listwatch/panic" if query.get("in") == Some("stream") => {
             use futures::StreamExt;
             let stream = futures::stream::iter(0..2).map(|n| {

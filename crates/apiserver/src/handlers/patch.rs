@@ -10,6 +10,7 @@ use super::field_manager::{self, Ownership, update_manager};
 use super::patch_kind::PatchKind;
 use super::write::{WriteRequest, respond, update_to};
 use super::{apply, kinds, scale, schema};
+use crate::admission::{Admission, Operation};
 use crate::authz::escalation::Guard;
 use crate::options::{OptionsKind, write_options};
 use crate::response::{self, HttpResponse};
@@ -30,7 +31,12 @@ pub async fn patch(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     }
     let resource = store.resource;
     let mut warnings = Vec::new();
-    let updated = update_to(store, req, dry_run, false, Ownership::Update(&manager), guard.as_ref(), |existing| {
+    let namespace = store.scope(req.namespace.as_deref());
+    let subresource = req.subresource.as_deref();
+    let admission =
+        Admission::new(state, user, resource, subresource, namespace, Operation::Update, dry_run, Some(&manager));
+    let ownership = Ownership::Update(&manager);
+    let updated = update_to(store, req, dry_run, false, ownership, guard.as_ref(), Some(&admission), |existing| {
         let current = existing.value();
         let patched = kind.apply(resource, &current, &patch)?;
         let Value::Object(map) = patched else {
@@ -66,5 +72,6 @@ pub async fn patch(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
         Ok(decoded)
     })
     .await?;
+    warnings.extend(admission.warnings());
     Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings))
 }

@@ -15,10 +15,11 @@ use listwatch_storage::StorageError;
 use serde_json::{Map, Value, json};
 
 use super::field_manager::{self, Ownership};
-use super::{admission, body_in, scale, schema};
+use super::{body_in, scale, schema};
+use crate::admission::{Admission, Operation, lifecycle};
 use crate::authz::escalation::Guard;
 use crate::options::{FieldValidation, OptionsKind, write_options};
-use crate::registry::update::{Step, Updated};
+use crate::registry::update::{MAX_UPDATE_ATTEMPTS, Step, Tried, Updated};
 use crate::registry::{ResourceStore, editable, metadata_mut, storage_error, strategy};
 use crate::request::{Query, ResourceRequest};
 use crate::response::{self, HttpResponse};
@@ -120,16 +121,23 @@ pub async fn create(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     }
     let namespace = store.scope(req.namespace.as_deref()).map(String::from);
     if let Some(ns) = &namespace {
-        admission::check_namespace_accepts_writes(state, ns, resource, explicit_name.as_deref().unwrap_or("")).await?;
+        lifecycle::check_namespace_accepts_writes(state, ns, resource, explicit_name.as_deref().unwrap_or("")).await?;
     }
     // kube defaults while decoding, before its field manager: the creator owns the defaults.
     listwatch_meta::defaults::apply_defaults(resource.group, resource.kind, &mut object);
+    let manager = field_manager::update_manager(query, headers);
+    let object = field_manager::record_create(resource, object, &manager);
+    let admission =
+        Admission::new(state, user, resource, None, namespace.as_deref(), Operation::Create, dry_run, Some(&manager));
+    let object =
+        admission.mutate(explicit_name.as_deref().unwrap_or(""), None, Some(object)).await?.unwrap_or_default();
     if let Some(guard) = Guard::for_write(state, user, resource).await {
         guard.check(namespace.as_deref().unwrap_or(""), &object)?;
     }
-    let object = field_manager::record_create(resource, object, &field_manager::update_manager(query, headers));
     let name = NewName { explicit: explicit_name.as_deref(), generate: generate.as_deref() };
-    let stored = store_new(store, namespace.as_deref(), object, name, dry_run).await?;
+    let stored = store_new(store, namespace.as_deref(), object, name, dry_run, Some(&admission)).await?;
+    let mut warnings = warnings;
+    warnings.extend(admission.warnings());
     Ok(response::with_warnings(respond(store, media, 201, &stored), &warnings))
 }
 
@@ -139,15 +147,17 @@ pub(super) struct NewName<'a> {
     pub generate: Option<&'a str>,
 }
 
-/// Stores a new object (its namespace reconciled, its managedFields recorded): the server's
-/// fields set, validated, written (for a dry run, only made). A generated name that collides
-/// is tried again with another; an explicit one is `AlreadyExists`.
+/// Stores a new object (its namespace reconciled, its managedFields recorded, mutating
+/// admission done): the server's fields set, validated, admitted by the validating webhooks,
+/// written (for a dry run, only made). A generated name that collides is tried again with
+/// another; an explicit one is `AlreadyExists`.
 pub(super) async fn store_new(
     store: &ResourceStore,
     namespace: Option<&str>,
     mut object: Map<String, Value>,
     name: NewName<'_>,
     dry_run: bool,
+    admission: Option<&Admission<'_>>,
 ) -> Result<Object, ApiError> {
     let resource = store.resource;
     strategy::prepare_for_create(resource, &mut object);
@@ -166,6 +176,9 @@ pub(super) async fn store_new(
             return Err(invalid_error(resource.group, resource.kind, &name, &errors));
         }
         metadata_mut(&mut object).insert("name".into(), json!(name));
+        if let Some(admission) = admission {
+            admission.validate(&name, None, Some(&object)).await?;
+        }
         let value = Value::Object(object.clone());
         if dry_run {
             return Object::from_value(resource, value, 0).map_err(ApiError::internal);
@@ -230,6 +243,7 @@ fn precondition_failed(store: &ResourceStore, namespace: Option<&str>, name: &st
 /// the client's resourceVersion precondition taken from `new`. A PUT's body also makes its
 /// uid, when set, a precondition (kube's `DefaultUpdatedObjectInfo`); a patch that changes the
 /// uid is refused by validation instead.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn update_to(
     store: &ResourceStore,
     req: &ResourceRequest,
@@ -237,68 +251,106 @@ pub(super) async fn update_to(
     uid_precondition: bool,
     ownership: Ownership<'_>,
     escalation: Option<&Guard>,
+    admission: Option<&Admission<'_>>,
     mut make_new: impl FnMut(&Object) -> Result<Map<String, Value>, ApiError>,
 ) -> Result<Updated, ApiError> {
-    let resource = store.resource;
     let name = req.name.as_deref().expect("update has a name");
     let namespace = req.namespace.as_deref();
     let sub = subresource(store, req)?;
-    store
-        .guaranteed_update(namespace, name, None, dry_run, |existing| {
-            let mut new = make_new(existing)?;
-            // A patch can name another namespace (kube's patcher checks it like a PUT's body).
-            reconcile_namespace(store, &mut new, namespace)?;
-            check_name_matches(&new, name)?;
-            if uid_precondition
-                && let Some(uid) = meta_str(&new, "uid").filter(|uid| !uid.is_empty())
-                && uid != existing.uid()
-            {
-                return Err(precondition_failed(
-                    store,
-                    namespace,
-                    name,
-                    &format!("UID in precondition: {uid}, UID in object meta: {}", existing.uid()),
-                ));
-            }
-            if let Some(rv) = parse_rv(&new)?
-                && rv != existing.resource_version()
-            {
-                return Err(ApiError::modified_conflict(&resource.group_resource(), name));
-            }
-            metadata_mut(&mut new).shift_remove("resourceVersion");
-            if let Ownership::Update(manager) = ownership {
-                // Defaulted first, as kube's decoding does: a default the client left out is no
-                // change, and a new field's default is the writer's.
-                listwatch_meta::defaults::apply_defaults(resource.group, resource.kind, &mut new);
-                new = field_manager::record_update(resource, sub, &existing.value(), new, manager);
-            }
-            let old = editable(existing);
-            // managedFields are the field manager's: kept whatever the strategy keeps of the
-            // metadata (the status strategy keeps the stored metadata).
-            let managed_fields = new.get("metadata").and_then(|m| m.get("managedFields")).cloned();
-            let mut new = strategy::prepare_for_update(resource, &old, new, sub)?;
-            let metadata = metadata_mut(&mut new);
-            match managed_fields {
-                Some(entries) => metadata.insert("managedFields".into(), entries),
-                None => metadata.shift_remove("managedFields"),
-            };
-            let errors = match sub {
-                None => strategy::validate_update(resource, &old, &new),
-                Some(Subresource::Status) => strategy::validate_status_update(resource, &new),
-                Some(_) => Vec::new(),
-            };
-            if !errors.is_empty() {
-                return Err(invalid_error(resource.group, resource.kind, name, &errors));
-            }
-            if let Some(guard) = escalation {
-                guard.check(namespace.unwrap_or(""), &new)?;
-            }
-            if strategy::should_delete_during_update(&new) {
-                return Ok(Step::Delete);
-            }
-            Ok(Step::Write(new))
-        })
-        .await
+    let change = Change { store, name, namespace, sub, uid_precondition, ownership, escalation, admission };
+    // kube's GuaranteedUpdate, with admission inside each try (webhooks are called again
+    // when a conflict makes the update start over).
+    let mut current = store.update_first_read(namespace, name).await?;
+    for _ in 0..MAX_UPDATE_ATTEMPTS {
+        let attempt = store.update_attempt(current.take(), name, None)?;
+        let new = make_new(&attempt.existing)?;
+        let step = change.step(&attempt.existing, new).await?;
+        match store.update_write(namespace, name, attempt, step, None, dry_run).await? {
+            Tried::Done(updated) => return Ok(updated),
+            Tried::Conflict(now) => current = now,
+        }
+    }
+    Err(store.too_many_updates(name))
+}
+
+/// What one update does to the object it read, whatever computed the new state.
+struct Change<'a> {
+    store: &'a ResourceStore,
+    name: &'a str,
+    namespace: Option<&'a str>,
+    sub: Option<Subresource>,
+    uid_precondition: bool,
+    ownership: Ownership<'a>,
+    escalation: Option<&'a Guard>,
+    admission: Option<&'a Admission<'a>>,
+}
+
+impl Change<'_> {
+    /// The step of one try: `new` checked against the URL and the client's preconditions,
+    /// defaulted, its managed fields recorded, admitted by the mutating webhooks, prepared and
+    /// validated as the kind's strategy says, then admitted by the validating webhooks.
+    async fn step(&self, existing: &Object, mut new: Map<String, Value>) -> Result<Step, ApiError> {
+        let Change { store, name, namespace, sub, .. } = *self;
+        let resource = store.resource;
+        // A patch can name another namespace (kube's patcher checks it like a PUT's body).
+        reconcile_namespace(store, &mut new, namespace)?;
+        check_name_matches(&new, name)?;
+        if self.uid_precondition
+            && let Some(uid) = meta_str(&new, "uid").filter(|uid| !uid.is_empty())
+            && uid != existing.uid()
+        {
+            return Err(precondition_failed(
+                store,
+                namespace,
+                name,
+                &format!("UID in precondition: {uid}, UID in object meta: {}", existing.uid()),
+            ));
+        }
+        if let Some(rv) = parse_rv(&new)?
+            && rv != existing.resource_version()
+        {
+            return Err(ApiError::modified_conflict(&resource.group_resource(), name));
+        }
+        metadata_mut(&mut new).shift_remove("resourceVersion");
+        if let Ownership::Update(manager) = self.ownership {
+            // Defaulted first, as kube's decoding does: a default the client left out is no
+            // change, and a new field's default is the writer's.
+            listwatch_meta::defaults::apply_defaults(resource.group, resource.kind, &mut new);
+            new = field_manager::record_update(resource, sub, &existing.value(), new, manager);
+        }
+        let stored = existing.value();
+        if let Some(admission) = self.admission {
+            new = admission.mutate(name, stored.as_object(), Some(new)).await?.unwrap_or_default();
+        }
+        let old = editable(existing);
+        // managedFields are the field manager's: kept whatever the strategy keeps of the
+        // metadata (the status strategy keeps the stored metadata).
+        let managed_fields = new.get("metadata").and_then(|m| m.get("managedFields")).cloned();
+        let mut new = strategy::prepare_for_update(resource, &old, new, sub)?;
+        let metadata = metadata_mut(&mut new);
+        match managed_fields {
+            Some(entries) => metadata.insert("managedFields".into(), entries),
+            None => metadata.shift_remove("managedFields"),
+        };
+        let errors = match sub {
+            None => strategy::validate_update(resource, &old, &new),
+            Some(Subresource::Status) => strategy::validate_status_update(resource, &new),
+            Some(_) => Vec::new(),
+        };
+        if !errors.is_empty() {
+            return Err(invalid_error(resource.group, resource.kind, name, &errors));
+        }
+        if let Some(guard) = self.escalation {
+            guard.check(namespace.unwrap_or(""), &new)?;
+        }
+        if let Some(admission) = self.admission {
+            admission.validate(name, stored.as_object(), Some(&new)).await?;
+        }
+        if strategy::should_delete_during_update(&new) {
+            return Ok(Step::Delete);
+        }
+        Ok(Step::Write(new))
+    }
 }
 
 /// PUT.
@@ -316,10 +368,26 @@ pub async fn update(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     super::custom::require_resource_version(store.resource, &object, req.name.as_deref().unwrap_or(""))?;
     let manager = field_manager::update_manager(query, headers);
     let guard = Guard::for_write(state, user, store.resource).await;
+    let namespace = store.scope(req.namespace.as_deref());
+    let admission = Admission::new(
+        state,
+        user,
+        store.resource,
+        req.subresource.as_deref(),
+        namespace,
+        Operation::Update,
+        dry_run,
+        Some(&manager),
+    );
+    let ownership = Ownership::Update(&manager);
     let result =
-        update_to(store, req, dry_run, true, Ownership::Update(&manager), guard.as_ref(), |_| Ok(object.clone())).await;
+        update_to(store, req, dry_run, true, ownership, guard.as_ref(), Some(&admission), |_| Ok(object.clone())).await;
     match result {
-        Ok(updated) => Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings)),
+        Ok(updated) => {
+            let mut warnings = warnings;
+            warnings.extend(admission.warnings());
+            Ok(response::with_warnings(respond(store, media, 200, updated.object()), &warnings))
+        }
         Err(e) if e.code() == 404 && store.resource.allow_create_on_update && req.subresource.is_none() => {
             create(WriteRequest { state, user, store, req, query, headers, body, media }).await
         }

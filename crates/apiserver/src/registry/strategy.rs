@@ -22,7 +22,7 @@ use listwatch_meta::registry::Subresource;
 use listwatch_meta::validation::FieldError;
 use listwatch_meta::write_validation::{self, go_string_slice};
 use listwatch_meta::{ApiError, Resource};
-use listwatch_meta::{apps_validation, pod_validation, rbac_validation};
+use listwatch_meta::{admission_validation, apps_validation, pod_validation, policy_validation, rbac_validation};
 use serde_json::{Map, Value, json};
 
 use super::custom_strategy;
@@ -245,6 +245,26 @@ fn validate_kind(resource: &Resource, object: &Map<String, Value>) -> Vec<FieldE
         ("rbac.authorization.k8s.io", "ClusterRole") => rbac_validation::validate_role(object, false),
         ("rbac.authorization.k8s.io", "RoleBinding") => rbac_validation::validate_binding(object, true),
         ("rbac.authorization.k8s.io", "ClusterRoleBinding") => rbac_validation::validate_binding(object, false),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            admission_validation::validate_webhook_configuration(
+                object,
+                false,
+                &listwatch_apiextensions::schema::cel::compiles,
+            )
+        }
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            admission_validation::validate_webhook_configuration(
+                object,
+                true,
+                &listwatch_apiextensions::schema::cel::compiles,
+            )
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            policy_validation::validate_policy(object, &listwatch_apiextensions::schema::cel::compiles)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            policy_validation::validate_policy_binding(object)
+        }
         _ => Vec::new(),
     }
 }

@@ -39,9 +39,28 @@ impl Updated {
     }
 }
 
+/// One try of a guaranteed update: the object as storage held it when read.
+pub struct Attempt {
+    kv: KeyValue,
+    /// The stored object, with its resourceVersion.
+    pub existing: Object,
+}
+
+/// What writing one try's step came to.
+pub enum Tried {
+    /// Written, deleted, or nothing to write.
+    Done(Updated),
+    /// Someone wrote first: try again against what storage holds now (`None`: gone).
+    Conflict(Option<KeyValue>),
+}
+
 /// kube's GuaranteedUpdate. `update` gets the current object (with its resourceVersion) and
 /// returns what to store. `precondition_rv`: the client's resourceVersion; a mismatch is a 409
 /// and never retried. A dry run computes the result and writes nothing.
+///
+/// A step that must wait (admission webhooks) runs the same loop itself with the pieces
+/// below: [`ResourceStore::update_first_read`], then per try [`ResourceStore::update_attempt`]
+/// and [`ResourceStore::update_write`].
 impl ResourceStore {
     pub async fn guaranteed_update(
         &self,
@@ -51,65 +70,104 @@ impl ResourceStore {
         dry_run: bool,
         mut update: impl FnMut(&Object) -> Result<Step, ApiError>,
     ) -> Result<Updated, ApiError> {
-        let store = self;
-        let resource = store.resource;
-        let gr = resource.group_resource();
-        let key = store.key(store.scope(namespace), name);
-        let mut current: Option<KeyValue> = read_kv(store, &key).await?;
+        let mut current = self.update_first_read(namespace, name).await?;
         for _ in 0..MAX_UPDATE_ATTEMPTS {
-            let Some(kv) = current.take() else {
-                return Err(ApiError::not_found(&gr, name));
-            };
-            if precondition_rv.is_some_and(|rv| rv != kv.mod_revision) {
-                return Err(ApiError::modified_conflict(&gr, name));
+            let attempt = self.update_attempt(current.take(), name, precondition_rv)?;
+            let step = update(&attempt.existing)?;
+            match self.update_write(namespace, name, attempt, step, precondition_rv, dry_run).await? {
+                Tried::Done(updated) => return Ok(updated),
+                Tried::Conflict(now) => current = now,
             }
-            let existing = Object::from_storage(resource, &kv.value, kv.mod_revision).map_err(ApiError::internal)?;
-            let step = update(&existing)?;
-            if dry_run {
-                return Ok(match step {
-                    Step::Delete => Updated::Deleted(Arc::new(existing)),
-                    Step::Write(new) => {
-                        let object = Object::from_value(resource, Value::Object(new), existing.resource_version());
-                        Updated::Unchanged(Arc::new(object.map_err(ApiError::internal)?))
-                    }
-                });
-            }
-            match step {
-                Step::Delete => match store.storage.delete(key.as_bytes(), Some(kv.mod_revision)).await {
-                    Ok(deleted) => {
-                        let last = Object::from_storage(resource, &deleted.prev.value, deleted.revision)
-                            .map_err(ApiError::internal)?;
-                        return Ok(Updated::Deleted(Arc::new(last)));
-                    }
-                    Err(StorageError::Conflict { current: now }) => current = now,
-                    Err(e) => return Err(storage_error(e)),
-                },
+        }
+        Err(self.too_many_updates(name))
+    }
+
+    /// The first read of a guaranteed update.
+    pub async fn update_first_read(&self, namespace: Option<&str>, name: &str) -> Result<Option<KeyValue>, ApiError> {
+        read_kv(self, &self.key(self.scope(namespace), name)).await
+    }
+
+    /// One try against `current` (what storage holds): 404 when there is nothing, 409 when
+    /// the client's resourceVersion is not the stored one.
+    pub fn update_attempt(
+        &self,
+        current: Option<KeyValue>,
+        name: &str,
+        precondition_rv: Option<i64>,
+    ) -> Result<Attempt, ApiError> {
+        let gr = self.resource.group_resource();
+        let Some(kv) = current else {
+            return Err(ApiError::not_found(&gr, name));
+        };
+        if precondition_rv.is_some_and(|rv| rv != kv.mod_revision) {
+            return Err(ApiError::modified_conflict(&gr, name));
+        }
+        let existing = Object::from_storage(self.resource, &kv.value, kv.mod_revision).map_err(ApiError::internal)?;
+        Ok(Attempt { kv, existing })
+    }
+
+    /// Writes one try's `step`, guarded by the revision the try read.
+    pub async fn update_write(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        attempt: Attempt,
+        step: Step,
+        precondition_rv: Option<i64>,
+        dry_run: bool,
+    ) -> Result<Tried, ApiError> {
+        let resource = self.resource;
+        let gr = resource.group_resource();
+        let key = self.key(self.scope(namespace), name);
+        let Attempt { kv, existing } = attempt;
+        if dry_run {
+            return Ok(Tried::Done(match step {
+                Step::Delete => Updated::Deleted(Arc::new(existing)),
                 Step::Write(new) => {
-                    let bytes = to_storage_bytes(resource, Value::Object(new.clone()));
-                    // The same content is no change, in whatever order its fields come (a merge
-                    // or the defaulting may place them differently than the stored copy; Go's
-                    // structs have no order to differ in).
-                    if bytes == kv.value || same_content(&kv.value, &bytes) {
-                        return Ok(Updated::Unchanged(Arc::new(existing)));
+                    let object = Object::from_value(resource, Value::Object(new), existing.resource_version());
+                    Updated::Unchanged(Arc::new(object.map_err(ApiError::internal)?))
+                }
+            }));
+        }
+        match step {
+            Step::Delete => match self.storage.delete(key.as_bytes(), Some(kv.mod_revision)).await {
+                Ok(deleted) => {
+                    let last = Object::from_storage(resource, &deleted.prev.value, deleted.revision)
+                        .map_err(ApiError::internal)?;
+                    Ok(Tried::Done(Updated::Deleted(Arc::new(last))))
+                }
+                Err(StorageError::Conflict { current: now }) => Ok(Tried::Conflict(now)),
+                Err(e) => Err(storage_error(e)),
+            },
+            Step::Write(new) => {
+                let bytes = to_storage_bytes(resource, Value::Object(new.clone()));
+                // The same content is no change, in whatever order its fields come (a merge
+                // or the defaulting may place them differently than the stored copy; Go's
+                // structs have no order to differ in).
+                if bytes == kv.value || same_content(&kv.value, &bytes) {
+                    return Ok(Tried::Done(Updated::Unchanged(Arc::new(existing))));
+                }
+                match self.storage.update(key.as_bytes(), bytes, kv.mod_revision).await {
+                    Ok(written) => {
+                        let object = Object::from_value(resource, Value::Object(new), written.revision)
+                            .map_err(ApiError::internal)?;
+                        Ok(Tried::Done(Updated::Written(Arc::new(object))))
                     }
-                    match store.storage.update(key.as_bytes(), bytes, kv.mod_revision).await {
-                        Ok(written) => {
-                            let object = Object::from_value(resource, Value::Object(new), written.revision)
-                                .map_err(ApiError::internal)?;
-                            return Ok(Updated::Written(Arc::new(object)));
+                    Err(StorageError::Conflict { current: now }) => {
+                        if precondition_rv.is_some() {
+                            return Err(ApiError::modified_conflict(&gr, name));
                         }
-                        Err(StorageError::Conflict { current: now }) => {
-                            if precondition_rv.is_some() {
-                                return Err(ApiError::modified_conflict(&gr, name));
-                            }
-                            current = now;
-                        }
-                        Err(e) => return Err(storage_error(e)),
+                        Ok(Tried::Conflict(now))
                     }
+                    Err(e) => Err(storage_error(e)),
                 }
             }
         }
-        Err(ApiError::conflict(&gr, name, "too many concurrent updates; please try again"))
+    }
+
+    /// The 409 of an update that lost [`MAX_UPDATE_ATTEMPTS`] races in a row.
+    pub fn too_many_updates(&self, name: &str) -> ApiError {
+        ApiError::conflict(&self.resource.group_resource(), name, "too many concurrent updates; please try again")
     }
 }
 

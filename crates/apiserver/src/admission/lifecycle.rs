@@ -1,8 +1,9 @@
-//! Admission: kube's NamespaceLifecycle plugin, the one admission check clients can tell
-//! apart here. New objects are refused in a namespace that does not exist (404) or is being
+//! kube's NamespaceLifecycle admission plugin. New objects are refused in a namespace that does not exist (404) or is being
 //! terminated (403); the immortal namespaces cannot be deleted (see the delete handler).
 
-use listwatch_meta::{ApiError, Resource};
+use std::sync::Arc;
+
+use listwatch_meta::{ApiError, Object, Resource};
 use serde_json::Value;
 
 use crate::state::ApiState;
@@ -16,16 +17,7 @@ pub async fn check_namespace_accepts_writes(
     name: &str,
 ) -> Result<(), ApiError> {
     let store = state.namespaces();
-    let cached = match &store.cache {
-        Some(cache) if cache.is_ready() => cache.get(None, namespace, 0).await.ok().flatten(),
-        _ => None,
-    };
-    let found = match cached {
-        Some(ns) => Some(ns),
-        // Not in the cache (yet): ask storage, as kube's admission does on a miss.
-        None => store.read(None, namespace).await?,
-    };
-    let Some(ns) = found else {
+    let Some(ns) = namespace_object(state, namespace).await? else {
         return Err(ApiError::not_found(&store.resource.group_resource(), namespace));
     };
     let phase = ns.value().pointer("/status/phase").and_then(Value::as_str).map(String::from);
@@ -37,4 +29,18 @@ pub async fn check_namespace_accepts_writes(
         ));
     }
     Ok(())
+}
+
+/// The namespace `name` as admission sees it: from the watch cache, or from storage on a miss
+/// (as kube's admission plugins ask the API on a lister miss).
+pub async fn namespace_object(state: &ApiState, name: &str) -> Result<Option<Arc<Object>>, ApiError> {
+    let store = state.namespaces();
+    let cached = match &store.cache {
+        Some(cache) if cache.is_ready() => cache.get(None, name, 0).await.ok().flatten(),
+        _ => None,
+    };
+    match cached {
+        Some(ns) => Ok(Some(ns)),
+        None => store.read(None, name).await,
+    }
 }
