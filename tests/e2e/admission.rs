@@ -8,13 +8,13 @@
 
 mod kopf;
 mod policies;
-mod webhook_server;
+pub(crate) mod webhook_server;
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Backend, Kubectl, Server, assert_failure};
+use crate::support::{Backend, Kubectl, Server, answer_until, assert_failure};
 use webhook_server::WebhookServer;
 
 /// A webhook configuration of `kind` with one webhook `name` reached at `client_config`, for
@@ -58,15 +58,8 @@ fn configmap(name: &str, labels: Value) -> Value {
 /// Creates `object` in `default` as a dry run until the answer's code is `code`: a webhook
 /// applies once the server's cache has its configuration (as kube's informers do).
 async fn await_dry_run(server: &Server, object: &Value, code: u16) -> (u16, Value) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let got = server.post_json("/api/v1/namespaces/default/configmaps?dryRun=All", object).await;
-        if got.0 == code {
-            return got;
-        }
-        assert!(Instant::now() < deadline, "never answered {code}: {got:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let path = "/api/v1/namespaces/default/configmaps?dryRun=All";
+    answer_until(|| server.post_json(path, object), |got| got.0 == code).await
 }
 
 #[tokio::test]

@@ -13,6 +13,7 @@ use crate::support::Server;
 
 mod api;
 mod cel;
+mod conversion;
 mod kubectl;
 mod lifecycle;
 

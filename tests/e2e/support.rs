@@ -124,6 +124,25 @@ impl Server {
     }
 }
 
+/// Sends the request `send` makes until its answer satisfies `ready` (30 s at most), and
+/// returns that answer: how a test awaits what the server applies once its caches have it
+/// (an admission configuration, a CRD's new stores).
+pub async fn answer_until<F, Fut>(mut send: F, ready: impl Fn(&(u16, Value)) -> bool) -> (u16, Value)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = (u16, Value)>,
+{
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = send().await;
+        if ready(&got) {
+            return got;
+        }
+        assert!(std::time::Instant::now() < deadline, "never the answer awaited: {got:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Asserts that `got` (status code and body) is kube's failure `Status` with `code` and `reason`.
 #[track_caller]
 pub fn assert_failure(got: &(u16, Value), code: u16, reason: &str) {

@@ -59,7 +59,7 @@ pub struct ServerConfig {
     /// these thresholds; `None` records nothing.
     pub audit_clients: Option<listwatch_simulator::audit::Thresholds>,
     /// `--webhook-service`: where the Services admission webhooks name are reached.
-    pub webhook_services: Vec<crate::admission::webhooks::configuration::ServiceUrl>,
+    pub webhook_services: Vec<crate::webhook_client::ServiceUrl>,
 }
 
 impl Default for ServerConfig {

@@ -16,6 +16,7 @@
 //! The storage version's store comes first: it is the one controllers walk when they visit
 //! every object of every resource, so each object is visited once.
 
+pub mod conversion;
 pub mod resource;
 
 use std::collections::BTreeMap;

@@ -48,11 +48,12 @@ mod server;
 mod state;
 mod transport;
 mod upkeep;
+mod webhook_client;
 
-pub use admission::webhooks::configuration::ServiceUrl as WebhookServiceUrl;
 pub use authz::AuthorizationMode;
 pub use config::{REQUEST_THREAD_STACK_BYTES, ServerConfig};
 pub use faults::{StreamFault, WatchBreaker};
 pub use server::{serve, start};
 pub use state::ApiState;
 pub use transport::{listener, tls};
+pub use webhook_client::ServiceUrl as WebhookServiceUrl;

@@ -102,18 +102,24 @@ impl ApiState {
 
     /// A new store for `resource`, with a watch cache of its own unless configured off.
     pub(crate) fn make_store(&self, resource: &'static Resource) -> Arc<ResourceStore> {
+        self.make_store_on(resource, self.storage.clone())
+    }
+
+    /// A new store for `resource` on `storage` (the server's, or a layer over it: a CRD
+    /// version's conversion), with a watch cache of its own unless configured off.
+    pub(crate) fn make_store_on(&self, resource: &'static Resource, storage: Arc<dyn Storage>) -> Arc<ResourceStore> {
         let config = &self.config;
         let cache = cache_enabled(config, resource).then(|| {
             WatchCache::start(
                 resource,
                 resource.collection_prefix(&config.storage_root),
-                self.storage.clone(),
+                storage.clone(),
                 config.cache.clone(),
             )
         });
         Arc::new(ResourceStore {
             resource,
-            storage: self.storage.clone(),
+            storage,
             cache,
             root: config.storage_root.clone(),
             consistent_reads_from_cache: self.consistent_reads_from_cache,

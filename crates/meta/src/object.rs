@@ -225,14 +225,15 @@ pub fn canonicalize(
 
 /// The canonical bytes to store for `value`: no resourceVersion inside (it is the revision),
 /// and the storage version's `apiVersion` (a custom resource written through another of its
-/// versions is stored in its storage version; with conversion `None` only `apiVersion` differs).
+/// versions is stored in its storage version; with conversion `None` only `apiVersion` differs;
+/// with a conversion webhook the object keeps its own, and the storage below converts it).
 pub fn to_storage_bytes(resource: &Resource, value: Value) -> Bytes {
     let map = match value {
         Value::Object(map) => map,
         _ => Map::new(),
     };
     let mut canonical = canonicalize(resource, map, None);
-    if !resource.storage_version.is_empty() {
+    if !resource.storage_version.is_empty() && !resource.converted_by_webhook {
         canonical.insert("apiVersion".into(), Value::String(resource.storage_api_version()));
     }
     Bytes::from(serde_json::to_vec(&Value::Object(canonical)).expect("JSON values serialize"))

@@ -215,6 +215,10 @@ pub struct Resource {
     /// The version objects are stored in when it is not `version` (a custom resource served
     /// in several versions stores them in one), else empty.
     pub storage_version: &'static str,
+    /// Objects of this version are converted to and from the storage version by a webhook (a
+    /// CRD's `conversion.strategy: Webhook`), below this layer: a write keeps its own
+    /// `apiVersion` for the converter to read.
+    pub converted_by_webhook: bool,
     /// What a custom resource's definition decides beyond these fields; `None` for built-ins.
     pub dynamic: Option<&'static dyn DynamicKind>,
 }
@@ -319,6 +323,7 @@ const DEFAULTS: Resource = Resource {
     allow_create_on_update: false,
     custom_list_kind: "",
     storage_version: "",
+    converted_by_webhook: false,
     dynamic: None,
 };
 

@@ -354,4 +354,8 @@ pub enum StorageError {
     /// The request makes no sense (etcd's InvalidArgument), e.g. a watch of an empty range.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A value could not be transformed on its way in or out (a CRD's conversion webhook
+    /// failed): the message says why, as the client will see it.
+    #[error("{0}")]
+    Transform(String),
 }

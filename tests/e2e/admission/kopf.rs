@@ -32,8 +32,10 @@ async fn kopf_registers_and_serves_its_own_webhooks() {
         .spawn()
         .expect("kopf runs");
     let k = server.kubectl();
-    let refused_by = "admission webhook \"forbid-passwords.auto.kopf.dev\" denied the request: no passwords in configmaps";
-    let secret = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "leak"}, "data": {"password": "x"}});
+    let refused_by =
+        "admission webhook \"forbid-passwords.auto.kopf.dev\" denied the request: no passwords in configmaps";
+    let secret =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "leak"}, "data": {"password": "x"}});
     // kopf registers its webhooks once it has started: wait for the refusal.
     let deadline = Instant::now() + Duration::from_secs(90);
     let refused = loop {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Backend, Kubectl, Server, assert_failure};
+use crate::support::{Backend, Kubectl, Server, answer_until, assert_failure};
 
 fn policy(name: &str, resources: Value, spec: Value) -> Value {
     let mut spec = spec;
@@ -40,15 +40,8 @@ fn deployment(name: &str, replicas: i64) -> Value {
 /// POSTs `object` to `path` as a dry run until the answer is `code` (a policy applies once
 /// the server's caches have it and its binding, as kube's informers do), and returns it.
 async fn await_answer(server: &Server, path: &str, object: &Value, code: u16) -> (u16, Value) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let got = server.post_json(&format!("{path}?dryRun=All"), object).await;
-        if got.0 == code {
-            return got;
-        }
-        assert!(Instant::now() < deadline, "never {code}: {got:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let path = format!("{path}?dryRun=All");
+    answer_until(|| server.post_json(&path, object), |got| got.0 == code).await
 }
 
 const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/default/deployments";

@@ -7,7 +7,11 @@
 //! * `/slow`: answers after 3 s (the configurations give it 1 s);
 //! * `/garbage`: answers a body that is not JSON;
 //! * `/wrong-uid`: allows, under another request's uid;
-//! * `/bad-patch`: a JSON patch that cannot apply (removes a missing field).
+//! * `/bad-patch`: a JSON patch that cannot apply (removes a missing field);
+//! * `/convert`: a ConversionReview answer: `spec.size` (a string, `v1`) ⇄ `spec.replicas`
+//!   (an integer, `v2`), labelling each object `converted-to: <version>`;
+//! * `/convert-fail`: a ConversionReview that failed ("cannot convert today");
+//! * `/convert-kind`: converted objects of another kind.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -105,6 +109,7 @@ async fn answer(path: &str, request: &Value) -> Vec<u8> {
             tokio::time::sleep(Duration::from_secs(3)).await;
             review(json!({"uid": uid, "allowed": true}))
         }
+        "/convert" | "/convert-fail" | "/convert-kind" => convert(path, request),
         "/garbage" => b"this is not an AdmissionReview".to_vec(),
         "/wrong-uid" => review(json!({"uid": "nope", "allowed": true})),
         "/bad-patch" => review(json!({
@@ -113,4 +118,43 @@ async fn answer(path: &str, request: &Value) -> Vec<u8> {
         })),
         _ => review(json!({"uid": uid, "allowed": true})),
     }
+}
+
+fn conversion(response: Value) -> Vec<u8> {
+    serde_json::to_vec(
+        &json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": response}),
+    )
+    .unwrap()
+}
+
+fn convert(path: &str, request: &Value) -> Vec<u8> {
+    let uid = request["uid"].clone();
+    if path == "/convert-fail" {
+        return conversion(json!({"uid": uid, "result": {"status": "Failure", "message": "cannot convert today"}}));
+    }
+    let desired = request["desiredAPIVersion"].as_str().unwrap_or_default();
+    let version = desired.rsplit('/').next().unwrap_or_default();
+    let objects: Vec<Value> = request["objects"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|object| {
+            let mut object = object.clone();
+            let spec = object["spec"].as_object_mut().expect("a spec");
+            if version == "v2" {
+                if let Some(size) = spec.remove("size").and_then(|s| s.as_str().and_then(|s| s.parse::<i64>().ok())) {
+                    spec.insert("replicas".into(), json!(size));
+                }
+            } else if let Some(replicas) = spec.remove("replicas").and_then(|r| r.as_i64()) {
+                spec.insert("size".into(), json!(replicas.to_string()));
+            }
+            object["apiVersion"] = json!(desired);
+            object["metadata"]["labels"]["converted-to"] = json!(version);
+            if path == "/convert-kind" {
+                object["kind"] = json!("Other");
+            }
+            object
+        })
+        .collect();
+    conversion(json!({"uid": uid, "result": {"status": "Success"}, "convertedObjects": objects}))
 }

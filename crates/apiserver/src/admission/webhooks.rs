@@ -17,7 +17,6 @@
 //! maps it to (nothing runs in-cluster here), with TLS checked against the Service's DNS name,
 //! as kube checks it.
 
-mod call;
 pub mod configuration;
 mod review;
 
@@ -217,7 +216,7 @@ async fn call_hook(
     let (uid, body) = review::request(admission, name, old, new);
     let services = &admission.state.config.webhook_services;
     let injected = admission.state.webhook_faults.failure(&hook.spec.name);
-    let reply = call::post(&hook.spec.client_config, hook.timeout(), services, body, injected)
+    let reply = crate::webhook_client::post(&hook.spec.client_config, hook.timeout(), services, body, injected)
         .await
         .map_err(|e| Failure::Calling(format!("failed to call webhook: {e}")))?;
     let answer = review::verify(&uid, mutating, &reply)

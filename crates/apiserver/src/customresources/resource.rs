@@ -72,6 +72,8 @@ pub fn of(crd: &CustomResourceDefinition, version: &str) -> Option<&'static Reso
         name_rule: NameRule::Subdomain,
         custom_list_kind: leak_str(&names.list_kind),
         storage_version: if storage == version { "" } else { leak_str(&storage) },
+        converted_by_webhook: storage != version
+            && crd.spec.conversion.as_ref().is_some_and(|c| c.strategy == "Webhook"),
         dynamic: Some(dynamic),
         ..Resource::EMPTY
     };

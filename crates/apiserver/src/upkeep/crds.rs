@@ -30,6 +30,7 @@ use listwatch_meta::{ApiError, Object, WatchEvent};
 use serde_json::Value;
 
 use super::follow::{Follower, follow};
+use crate::customresources::conversion::{Converter, ConvertingStorage};
 use crate::customresources::{ServedCrd, resource};
 use crate::options::DeleteOptions;
 use crate::registry::custom_strategy::CLEANUP_FINALIZER;
@@ -161,7 +162,10 @@ async fn serve(state: &ApiState, crd: &CustomResourceDefinition) {
         let store = match existing {
             Some(store) => store.clone(),
             None => {
-                let store = state.make_store(resource);
+                let store = match conversion_storage(state, crd, resource) {
+                    Some(storage) => state.make_store_on(resource, storage),
+                    None => state.make_store(resource),
+                };
                 fresh.push(store.clone());
                 store
             }
@@ -177,6 +181,29 @@ async fn serve(state: &ApiState, crd: &CustomResourceDefinition) {
     }
     let dropped = state.custom.set(&name, Some(ServedCrd { crd: Arc::new(crd.clone()), stores }));
     end_watches(&dropped);
+}
+
+/// The storage of a version of a CRD converted by webhook: the server's, behind the
+/// converter (the storage version's too: objects stored under an earlier storage version are
+/// converted when read, as kube converts whatever version it decodes).
+fn conversion_storage(
+    state: &ApiState,
+    crd: &CustomResourceDefinition,
+    resource: &'static listwatch_meta::Resource,
+) -> Option<Arc<dyn listwatch_storage::Storage>> {
+    if crd.spec.conversion.as_ref().is_none_or(|c| c.strategy != "Webhook") {
+        return None;
+    }
+    let services = state.config.webhook_services.clone();
+    let stored = resource.storage_api_version();
+    match Converter::new(crd, resource.api_version(), stored, resource.kind.to_owned(), services) {
+        Ok(converter) => Some(Arc::new(ConvertingStorage::new(state.storage.clone(), converter))),
+        Err(why) => {
+            // Validation keeps such CRDs out; one stored before is served as with `None`.
+            tracing::warn!(crd = crd.name(), why, "a conversion webhook cannot be used");
+            None
+        }
+    }
 }
 
 fn stop_serving(state: &ApiState, name: &str) {

@@ -1,6 +1,6 @@
 //! The webhook configurations as the webhooks read them: each configuration's webhooks parsed
 //! once (selectors included), in kube's calling order (cached by
-//! [`crate::admission::configurations`]). Also where `serve --webhook-service` says a Service is reached.
+//! [`crate::admission::configurations`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::admission::criteria::{Criteria, MatchCondition, Rule};
+use crate::webhook_client::ClientConfig;
 
 /// The group of webhook configurations.
 pub const GROUP: &str = "admissionregistration.k8s.io";
@@ -39,24 +40,6 @@ pub(super) struct WebhookSpec {
     pub(super) reinvocation_policy: Option<String>,
     #[serde(default)]
     pub(super) match_conditions: Vec<MatchCondition>,
-}
-
-/// How a webhook is reached.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct ClientConfig {
-    pub(super) url: Option<String>,
-    pub(super) service: Option<ServiceReference>,
-    /// Base64 of PEM certificates (JSON carries `[]byte` as base64).
-    pub(super) ca_bundle: Option<String>,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-pub(super) struct ServiceReference {
-    pub(super) namespace: String,
-    pub(super) name: String,
-    pub(super) path: Option<String>,
-    pub(super) port: Option<u16>,
 }
 
 /// A webhook ready to be matched and called.
@@ -116,33 +99,5 @@ impl Hooks {
                 .collect()
         };
         Hooks { mutating: hooks(mutating), validating: hooks(validating) }
-    }
-}
-
-/// Where a Service a webhook names is reached (`serve --webhook-service NS/NAME=https://HOST:PORT`):
-/// nothing runs in-cluster, so each Service a webhook names is mapped to an address.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServiceUrl {
-    /// The Service's namespace.
-    pub namespace: String,
-    /// The Service's name.
-    pub name: String,
-    /// `host:port` to connect to.
-    pub address: String,
-}
-
-impl std::str::FromStr for ServiceUrl {
-    type Err = String;
-
-    /// `NAMESPACE/NAME=https://HOST:PORT` (or `=HOST:PORT`).
-    fn from_str(value: &str) -> Result<ServiceUrl, String> {
-        let form = "expected NAMESPACE/NAME=https://HOST:PORT";
-        let (service, target) = value.split_once('=').ok_or(form)?;
-        let (namespace, name) = service.split_once('/').ok_or(form)?;
-        let address = target.strip_prefix("https://").unwrap_or(target).trim_end_matches('/');
-        if namespace.is_empty() || name.is_empty() || address.is_empty() || address.contains('/') {
-            return Err(form.into());
-        }
-        Ok(ServiceUrl { namespace: namespace.into(), name: name.into(), address: address.into() })
     }
 }

@@ -1,4 +1,5 @@
-//! One POST to a webhook over HTTPS (HTTP/1.1), as kube's webhook client makes it: the
+//! One POST to a webhook over HTTPS (HTTP/1.1), as kube's webhook client makes it for
+//! admission webhooks and CRD conversion webhooks alike: the
 //! certificate checked against the configuration's `caBundle` (the system's roots when it has
 //! none) and the host the webhook is known by (the URL's, or `NAME.NAMESPACE.svc` for a
 //! Service), the timeout both enforced and sent as `?timeout=Ns`. Failures read as Go's HTTP
@@ -15,9 +16,55 @@ use hyper_util::rt::TokioIo;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig as TlsConfig, RootCertStore};
+use serde::Deserialize;
 
-use super::configuration::{ClientConfig, ServiceUrl};
 use crate::faults::WebhookFailure;
+
+/// How a webhook is reached.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientConfig {
+    pub url: Option<String>,
+    pub service: Option<ServiceReference>,
+    /// Base64 of PEM certificates (JSON carries `[]byte` as base64).
+    pub ca_bundle: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct ServiceReference {
+    pub namespace: String,
+    pub name: String,
+    pub path: Option<String>,
+    pub port: Option<u16>,
+}
+
+/// Where a Service a webhook names is reached (`serve --webhook-service NS/NAME=https://HOST:PORT`):
+/// nothing runs in-cluster, so each Service a webhook names is mapped to an address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServiceUrl {
+    /// The Service's namespace.
+    pub namespace: String,
+    /// The Service's name.
+    pub name: String,
+    /// `host:port` to connect to.
+    pub address: String,
+}
+
+impl std::str::FromStr for ServiceUrl {
+    type Err = String;
+
+    /// `NAMESPACE/NAME=https://HOST:PORT` (or `=HOST:PORT`).
+    fn from_str(value: &str) -> Result<ServiceUrl, String> {
+        let form = "expected NAMESPACE/NAME=https://HOST:PORT";
+        let (service, target) = value.split_once('=').ok_or(form)?;
+        let (namespace, name) = service.split_once('/').ok_or(form)?;
+        let address = target.strip_prefix("https://").unwrap_or(target).trim_end_matches('/');
+        if namespace.is_empty() || name.is_empty() || address.is_empty() || address.contains('/') {
+            return Err(form.into());
+        }
+        Ok(ServiceUrl { namespace: namespace.into(), name: name.into(), address: address.into() })
+    }
+}
 
 /// Where one call goes.
 struct Target {
@@ -99,7 +146,7 @@ fn tls_config(config: &ClientConfig) -> Result<Arc<TlsConfig>, String> {
 /// POSTs `body` and returns the answer's body; the error is Go's words for what failed. An
 /// `injected` failure (the simulator's webhook outage) fails the call as a webhook down, slow
 /// or broken would, without reaching it.
-pub(super) async fn post(
+pub async fn post(
     config: &ClientConfig,
     timeout: Duration,
     services: &[ServiceUrl],
@@ -213,7 +260,7 @@ mod tests {
     #[test]
     fn a_service_is_known_by_its_dns_name() {
         let config = ClientConfig {
-            service: Some(super::super::configuration::ServiceReference {
+            service: Some(ServiceReference {
                 namespace: "system".into(),
                 name: "hook".into(),
                 path: Some("/validate".into()),
