@@ -300,15 +300,17 @@ impl FaultDriver {
     fn remember(&mut self, at: Duration, caused: faults::Caused, server: &Client) {
         let at_ms = millis(at);
         if let Some(after) = caused.window_reset_after {
-            // Dated at the end of the outage; its revision read a little later, when the caches
-            // have relisted (a revision at or above theirs: a 410 below it is excused, so a late
-            // reading can excuse too much, never blame too much).
+            // Dated at the start of the outage: the caches lose their storage watches at once
+            // and their windows with them (a watch that comes back during the outage may be
+            // told 410 by a cache that has not relisted; proof run zoo chaos, a streaming
+            // client 30 ms into an outage). Its revision is read a little after the end, when
+            // the caches have relisted (a revision at or above theirs: a 410 below it is
+            // excused, so a late reading can excuse too much, never blame too much).
             let (server, resets) = (server.clone(), self.later_resets.clone());
-            let ends_ms = at_ms + millis(after);
             tokio::spawn(async move {
                 tokio::time::sleep(after + Duration::from_millis(300)).await;
                 if let Ok(revision) = faults::current_revision(&server).await {
-                    resets.lock().expect("resets").push((ends_ms, revision));
+                    resets.lock().expect("resets").push((at_ms, revision));
                 }
             });
         }
