@@ -383,8 +383,8 @@ pub async fn run(plan: &DirectPlan) -> anyhow::Result<Row> {
     let etcd_after = plan.etcd_pid.and_then(ProcessUsage::of);
     let span = writes.start.elapsed().as_secs_f64();
     let delivered = collect(watchers, &setup.log, writes.start, writes.seconds).await?;
-    let etcd_cpu_cores = cpu_between(etcd_before, etcd_after).map(|seconds| seconds / span);
-    Ok(to_row(plan, writes, delivered, etcd_cpu_cores, etcd_after))
+    let etcd_cpu_seconds = cpu_between(etcd_before, etcd_after);
+    Ok(to_row(plan, writes, delivered, etcd_cpu_seconds, span, etcd_after))
 }
 
 /// Where the run writes, and from which revision its watchers start.
@@ -583,9 +583,11 @@ fn to_row(
     plan: &DirectPlan,
     writes: WritePhase,
     delivered: Delivered,
-    etcd_cpu_cores: Option<f64>,
+    etcd_cpu_seconds: Option<f64>,
+    span: f64,
     etcd_after: Option<ProcessUsage>,
 ) -> Row {
+    let etcd_cpu_cores = etcd_cpu_seconds.map(|seconds| seconds / span);
     if writes.failed > 0 {
         eprintln!("bench: {} puts failed; the first: {}", writes.failed, writes.first_error.unwrap_or_default());
     }
@@ -607,6 +609,8 @@ fn to_row(
         etcd_cpu_cores,
         writes: writes.written,
         writes_per_sec: writes.written as f64 / writes.seconds,
+        delivered_events: delivered.events,
+        cpu_seconds_per_million: super::row::per_million(etcd_cpu_seconds, delivered.events),
         missing_events: delivered.missing,
         note: format!(
             "{} etcd watches of one prefix, {} per gRPC connection (a Watch stream each); {} put connections over {} keys of {} B",

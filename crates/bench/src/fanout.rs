@@ -468,6 +468,7 @@ pub(super) struct Usage {
     pub(super) server_system_cpu_seconds: Option<f64>,
     pub(super) server_peak_rss_mib: Option<f64>,
     /// etcd's CPU, when the run knows its pid (`bench fanout --compare`).
+    pub(super) etcd_cpu_seconds: Option<f64>,
     pub(super) etcd_cpu_cores: Option<f64>,
     pub(super) bench_cpu_seconds: Option<f64>,
     pub(super) bench_cpu_cores: Option<f64>,
@@ -817,6 +818,7 @@ fn usage_between(before: &UsageSnapshot, after: &UsageSnapshot, span: f64) -> Us
         server_cpu_cores: server_cpu.map(|c| c / span),
         server_system_cpu_seconds: system_between(before.server, after.server),
         server_peak_rss_mib: after.server.map(|u| report::mib(u.peak_rss_bytes)),
+        etcd_cpu_seconds: cpu_between(before.etcd, after.etcd),
         etcd_cpu_cores: cpu_between(before.etcd, after.etcd).map(|c| c / span),
         bench_cpu_seconds: bench_cpu,
         bench_cpu_cores: bench_cpu.map(|c| c / span),

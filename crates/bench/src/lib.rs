@@ -91,6 +91,10 @@ pub struct ServerArgs {
     /// Start the server on these etcd endpoints (comma-separated) instead of the embedded store.
     #[arg(long, conflicts_with = "server")]
     pub(crate) etcd: Option<String>,
+    /// With --etcd: its process id, so that the rows served by etcd (or with it behind
+    /// listwatch) count its CPU; without it those rows have no CPU per delivery.
+    #[arg(long, requires = "etcd")]
+    pub(crate) etcd_pid: Option<u32>,
     /// Extra argument for the started `listwatch serve` (repeat it), e.g. `--serve-arg=--watcher-queue=1000`.
     #[arg(long, allow_hyphen_values = true, conflicts_with = "server")]
     pub(crate) serve_arg: Vec<String>,

@@ -31,6 +31,13 @@ pub struct Row {
     pub etcd_cpu_cores: Option<f64>,
     pub writes: u64,
     pub writes_per_sec: f64,
+    /// Events delivered, over all watchers.
+    pub delivered_events: u64,
+    /// CPU seconds of the processes that serve the writes and the watchers (listwatch, and
+    /// etcd behind it; etcd alone; the broadcaster) per million events delivered: what the
+    /// system pays for fan-out, whatever the write rate, and what the comparison's ratios are
+    /// taken from.
+    pub cpu_seconds_per_million: Option<f64>,
     /// Events every watcher should have had but did not (0 when the row is complete).
     pub missing_events: u64,
     /// How this row was set up (connections, what serves the watches).
@@ -56,8 +63,18 @@ impl Row {
             etcd_cpu_cores: u.etcd_cpu_cores,
             writes: result.writes.succeeded,
             writes_per_sec: result.writes.per_second,
+            delivered_events: d.events,
+            cpu_seconds_per_million: per_million(
+                u.server_cpu_seconds.map(|s| s + u.etcd_cpu_seconds.unwrap_or(0.0)),
+                d.events,
+            ),
             missing_events: result.completeness.missing,
             note,
         }
     }
+}
+
+/// `cpu_seconds` per million of `events`; `None` without a CPU figure or an event.
+pub(crate) fn per_million(cpu_seconds: Option<f64>, events: u64) -> Option<f64> {
+    cpu_seconds.filter(|_| events > 0).map(|s| s * 1e6 / events as f64)
 }
