@@ -78,3 +78,15 @@ impl Row {
 pub(crate) fn per_million(cpu_seconds: Option<f64>, events: u64) -> Option<f64> {
     cpu_seconds.filter(|_| events > 0).map(|s| s * 1e6 / events as f64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::per_million;
+
+    #[test]
+    fn cpu_per_million_deliveries_needs_both_figures() {
+        assert_eq!(per_million(Some(2.5), 500_000), Some(5.0));
+        assert_eq!(per_million(None, 500_000), None);
+        assert_eq!(per_million(Some(2.5), 0), None, "no delivery, no cost per delivery");
+    }
+}
