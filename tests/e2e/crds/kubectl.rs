@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::{CRD_NAME, CRD_YAML, CRONTABS, crontab_yaml, established, wait_until};
+use super::{CRD_NAME, CRD_YAML, CRDS, CRONTABS, crontab_yaml, established, wait_until};
 use crate::on_both_backends;
 use crate::support::{Backend, Server};
 
@@ -22,6 +22,18 @@ on_both_backends!(
     kubectl_server_side_apply_merges_by_the_crds_list_map_keys,
 );
 
+/// Awaits the CRD's Established condition. Not `kubectl wait --for condition=established`:
+/// right after a create it can fail with "status.conditions accessor error: <nil>", as against
+/// kube, since a new CRD's conditions are null until the controller writes them.
+async fn await_established(server: &Server) {
+    let path = format!("{CRDS}/{CRD_NAME}");
+    wait_until(Duration::from_secs(30), || async {
+        let (code, crd) = server.get(&path).await;
+        (code == 200 && established(&crd)).then_some(())
+    })
+    .await;
+}
+
 /// Columns of a `kubectl get` table, line by line.
 fn rows(table: &str) -> Vec<Vec<String>> {
     table.lines().map(|l| l.split_whitespace().map(String::from).collect()).collect()
@@ -32,7 +44,9 @@ async fn kubectl_creates_a_crd_and_gets_its_resources(backend: Backend) {
     let k = server.kubectl();
     let out = k.run_with_input(&["create", "-f", "-"], CRD_YAML).await.ok();
     assert_eq!(out.trim(), format!("customresourcedefinition.apiextensions.k8s.io/{CRD_NAME} created"));
-    // What clients wait for is there at once.
+    // What clients wait for is there (kubectl's wait itself would fail on the null conditions
+    // of a CRD the controller has not reached yet, as against kube).
+    await_established(&server).await;
     let waited = k.run(&["wait", "--for", "condition=established", "--timeout=10s", &format!("crd/{CRD_NAME}")]).await;
     assert_eq!(waited.ok().trim(), format!("customresourcedefinition.apiextensions.k8s.io/{CRD_NAME} condition met"));
     let crds = rows(&k.run(&["get", "crds"]).await.ok());
@@ -93,7 +107,7 @@ async fn kubectl_apply_of_a_crd_with_instances_needs_two_runs(backend: Backend) 
         first.stderr
     );
     // Nothing of the instances was created.
-    k.run(&["wait", "--for", "condition=established", &format!("crd/{CRD_NAME}")]).await.ok();
+    await_established(&server).await;
     let (code, list) = server.get(CRONTABS).await;
     assert_eq!(code, 200, "{list}");
     assert!(list["items"].as_array().unwrap().is_empty(), "{list}");
@@ -118,7 +132,7 @@ async fn kubectl_watch_sees_an_update(backend: Backend) {
     let server = Server::start("crd-kubectl-watch", backend, &[]).await;
     let k = server.kubectl();
     k.run_with_input(&["create", "-f", "-"], CRD_YAML).await.ok();
-    k.run(&["wait", "--for", "condition=established", &format!("crd/{CRD_NAME}")]).await.ok();
+    await_established(&server).await;
     k.run_with_input(&["create", "-f", "-"], &crontab_yaml("w", "* * * * *", 1)).await.ok();
 
     let mut watch = k.command(&["get", "crontabs", "-w"]);
@@ -144,7 +158,7 @@ async fn kubectl_explain_reads_the_schema(backend: Backend) {
     let server = Server::start("crd-kubectl-explain", backend, &[]).await;
     let k = server.kubectl();
     k.run_with_input(&["create", "-f", "-"], CRD_YAML).await.ok();
-    k.run(&["wait", "--for", "condition=established", &format!("crd/{CRD_NAME}")]).await.ok();
+    await_established(&server).await;
     let out = k.run(&["explain", "crontab.spec"]).await.ok();
     for expected in [
         "GROUP:      stable.example.com",
@@ -166,7 +180,7 @@ async fn kubectl_sees_pruning_and_validation(backend: Backend) {
     let server = Server::start("crd-kubectl-validate", backend, &[]).await;
     let k = server.kubectl();
     k.run_with_input(&["create", "-f", "-"], CRD_YAML).await.ok();
-    k.run(&["wait", "--for", "condition=established", &format!("crd/{CRD_NAME}")]).await.ok();
+    await_established(&server).await;
     let unknown = "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: u}\nspec: {cronSpec: x, image: i, color: red}\n";
     // kubectl validates on the server (fieldValidation=Strict).
     let strict = k.run_with_input(&["create", "-f", "-"], unknown).await;
@@ -197,7 +211,7 @@ async fn kubectl_delete_crd_deletes_its_instances(backend: Backend) {
     let server = Server::start("crd-kubectl-delete", backend, &[]).await;
     let k = server.kubectl();
     k.run_with_input(&["create", "-f", "-"], CRD_YAML).await.ok();
-    k.run(&["wait", "--for", "condition=established", &format!("crd/{CRD_NAME}")]).await.ok();
+    await_established(&server).await;
     k.run(&["create", "namespace", "other"]).await.ok();
     k.run_with_input(&["create", "-f", "-"], &crontab_yaml("one", "* * * * *", 1)).await.ok();
     k.run_with_input(&["create", "-n", "other", "-f", "-"], &crontab_yaml("two", "* * * * *", 1)).await.ok();
@@ -222,7 +236,7 @@ async fn kubectl_delete_crd_deletes_its_instances(backend: Backend) {
 
     // Created again, it starts empty.
     k.run_with_input(&["create", "-f", "-"], CRD_YAML).await.ok();
-    k.run(&["wait", "--for", "condition=established", &format!("crd/{CRD_NAME}")]).await.ok();
+    await_established(&server).await;
     let (code, list) = server.get("/apis/stable.example.com/v1/crontabs").await;
     assert_eq!(code, 200, "{list}");
     assert!(list["items"].as_array().unwrap().is_empty(), "{list}");
@@ -232,7 +246,7 @@ async fn a_restart_serves_stored_crds(backend: Backend) {
     let mut server = Server::start("crd-restart", backend, &[]).await;
     let k = server.kubectl();
     k.run_with_input(&["create", "-f", "-"], CRD_YAML).await.ok();
-    k.run(&["wait", "--for", "condition=established", &format!("crd/{CRD_NAME}")]).await.ok();
+    await_established(&server).await;
     k.run_with_input(&["create", "-f", "-"], &crontab_yaml("kept", "* * * * *", 4)).await.ok();
     server.restart().await;
     // Served as soon as the server answers, with discovery.
