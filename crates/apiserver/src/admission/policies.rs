@@ -40,10 +40,6 @@ pub(super) async fn validate(
     old: Option<&Map<String, Value>>,
     new: Option<&Map<String, Value>>,
 ) -> Result<(), ApiError> {
-    // Admission configurations themselves are exempt, as kube exempts them.
-    if admission.resource.group == super::webhooks::configuration::GROUP {
-        return Ok(());
-    }
     let state = admission.state;
     let stores = [POLICIES, BINDINGS].map(|plural| state.store(super::webhooks::configuration::GROUP, "v1", plural));
     let policies = state.policies.get(stores, Policies::from_objects).await;

@@ -36,11 +36,6 @@ async fn hooks(admission: &Admission<'_>) -> Arc<Hooks> {
     state.webhooks.get(stores, Hooks::from_configurations).await
 }
 
-/// Whether writes of this resource skip webhooks: the webhook configurations themselves.
-fn exempt(admission: &Admission<'_>) -> bool {
-    admission.resource.group == GROUP
-}
-
 /// Mutating admission (see the module docs).
 pub(super) async fn mutate(
     admission: &Admission<'_>,
@@ -48,9 +43,6 @@ pub(super) async fn mutate(
     old: Option<&Map<String, Value>>,
     mut new: Option<Map<String, Value>>,
 ) -> Result<Option<Map<String, Value>>, ApiError> {
-    if exempt(admission) {
-        return Ok(new);
-    }
     let hooks = hooks(admission).await;
     if hooks.mutating.is_empty() {
         return Ok(new);
@@ -129,9 +121,6 @@ pub(super) async fn validate(
     old: Option<&Map<String, Value>>,
     new: Option<&Map<String, Value>>,
 ) -> Result<(), ApiError> {
-    if exempt(admission) {
-        return Ok(());
-    }
     let hooks = hooks(admission).await;
     let mut relevant = Vec::new();
     for hook in &hooks.validating {

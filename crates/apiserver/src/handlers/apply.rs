@@ -84,7 +84,7 @@ pub async fn apply(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
             false,
             Ownership::Made,
             guard.as_ref(),
-            Some(&updating),
+            &updating,
             |existing| {
                 warnings.clear();
                 applier.applied(Some(&existing.value()), &mut warnings)
@@ -299,7 +299,7 @@ async fn create(
         guard.check(namespace.unwrap_or(""), &object)?;
     }
     let new_name = NewName { explicit: Some(name), generate: None };
-    match write::store_new(store, namespace, object, new_name, applier.options.dry_run, Some(admission)).await {
+    match write::store_new(store, namespace, object, new_name, applier.options.dry_run, admission).await {
         Ok(created) => Ok(Some(created)),
         Err(e) if e.reason() == "AlreadyExists" => Ok(None),
         Err(e) => Err(e),

@@ -36,7 +36,7 @@ pub async fn patch(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     let admission =
         Admission::new(state, user, resource, subresource, namespace, Operation::Update, dry_run, Some(&manager));
     let ownership = Ownership::Update(&manager);
-    let updated = update_to(store, req, dry_run, false, ownership, guard.as_ref(), Some(&admission), |existing| {
+    let updated = update_to(store, req, dry_run, false, ownership, guard.as_ref(), &admission, |existing| {
         let current = existing.value();
         let patched = kind.apply(resource, &current, &patch)?;
         let Value::Object(map) = patched else {

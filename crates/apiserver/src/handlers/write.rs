@@ -135,7 +135,7 @@ pub async fn create(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
         guard.check(namespace.as_deref().unwrap_or(""), &object)?;
     }
     let name = NewName { explicit: explicit_name.as_deref(), generate: generate.as_deref() };
-    let stored = store_new(store, namespace.as_deref(), object, name, dry_run, Some(&admission)).await?;
+    let stored = store_new(store, namespace.as_deref(), object, name, dry_run, &admission).await?;
     let mut warnings = warnings;
     warnings.extend(admission.warnings());
     Ok(response::with_warnings(respond(store, media, 201, &stored), &warnings))
@@ -157,7 +157,7 @@ pub(super) async fn store_new(
     mut object: Map<String, Value>,
     name: NewName<'_>,
     dry_run: bool,
-    admission: Option<&Admission<'_>>,
+    admission: &Admission<'_>,
 ) -> Result<Object, ApiError> {
     let resource = store.resource;
     strategy::prepare_for_create(resource, &mut object);
@@ -176,9 +176,7 @@ pub(super) async fn store_new(
             return Err(invalid_error(resource.group, resource.kind, &name, &errors));
         }
         metadata_mut(&mut object).insert("name".into(), json!(name));
-        if let Some(admission) = admission {
-            admission.validate(&name, None, Some(&object)).await?;
-        }
+        admission.validate(&name, None, Some(&object)).await?;
         let value = Value::Object(object.clone());
         if dry_run {
             return Object::from_value(resource, value, 0).map_err(ApiError::internal);
@@ -251,7 +249,7 @@ pub(super) async fn update_to(
     uid_precondition: bool,
     ownership: Ownership<'_>,
     escalation: Option<&Guard>,
-    admission: Option<&Admission<'_>>,
+    admission: &Admission<'_>,
     mut make_new: impl FnMut(&Object) -> Result<Map<String, Value>, ApiError>,
 ) -> Result<Updated, ApiError> {
     let name = req.name.as_deref().expect("update has a name");
@@ -259,7 +257,8 @@ pub(super) async fn update_to(
     let sub = subresource(store, req)?;
     let change = Change { store, name, namespace, sub, uid_precondition, ownership, escalation, admission };
     // kube's GuaranteedUpdate, with admission inside each try (webhooks are called again
-    // when a conflict makes the update start over).
+    // when a conflict makes the update start over): the store's loop, spelled out here because
+    // its step waits.
     let mut current = store.update_first_read(namespace, name).await?;
     for _ in 0..MAX_UPDATE_ATTEMPTS {
         let attempt = store.update_attempt(current.take(), name, None)?;
@@ -282,7 +281,7 @@ struct Change<'a> {
     uid_precondition: bool,
     ownership: Ownership<'a>,
     escalation: Option<&'a Guard>,
-    admission: Option<&'a Admission<'a>>,
+    admission: &'a Admission<'a>,
 }
 
 impl Change<'_> {
@@ -319,9 +318,7 @@ impl Change<'_> {
             new = field_manager::record_update(resource, sub, &existing.value(), new, manager);
         }
         let stored = existing.value();
-        if let Some(admission) = self.admission {
-            new = admission.mutate(name, stored.as_object(), Some(new)).await?.unwrap_or_default();
-        }
+        new = self.admission.mutate(name, stored.as_object(), Some(new)).await?.unwrap_or_default();
         let old = editable(existing);
         // managedFields are the field manager's: kept whatever the strategy keeps of the
         // metadata (the status strategy keeps the stored metadata).
@@ -343,9 +340,7 @@ impl Change<'_> {
         if let Some(guard) = self.escalation {
             guard.check(namespace.unwrap_or(""), &new)?;
         }
-        if let Some(admission) = self.admission {
-            admission.validate(name, stored.as_object(), Some(&new)).await?;
-        }
+        self.admission.validate(name, stored.as_object(), Some(&new)).await?;
         if strategy::should_delete_during_update(&new) {
             return Ok(Step::Delete);
         }
@@ -381,7 +376,7 @@ pub async fn update(w: WriteRequest<'_>) -> Result<HttpResponse, ApiError> {
     );
     let ownership = Ownership::Update(&manager);
     let result =
-        update_to(store, req, dry_run, true, ownership, guard.as_ref(), Some(&admission), |_| Ok(object.clone())).await;
+        update_to(store, req, dry_run, true, ownership, guard.as_ref(), &admission, |_| Ok(object.clone())).await;
     match result {
         Ok(updated) => {
             let mut warnings = warnings;
