@@ -4,11 +4,12 @@
 use serde_json::{Value, json};
 
 use crate::on_both_backends;
-use crate::support::{Backend, Server};
+use crate::support::{Backend, Server, metric};
 
 on_both_backends!(
     resource_version_table,
     pages_share_one_revision,
+    past_revisions_from_the_cache,
     concurrent_patches_all_succeed,
     unchanged_update_keeps_the_revision
 );
@@ -170,6 +171,67 @@ async fn pages_share_one_revision(backend: Backend) {
     let filtered = list(&server, "limit=2&labelSelector=set%3Dtable").await;
     assert!(filtered["metadata"]["continue"].as_str().is_some());
     assert!(filtered["metadata"].get("remainingItemCount").is_none());
+}
+
+async fn update(server: &Server, name: &str, data: &str) -> i64 {
+    let patch = json!({"data": {"v": data}}).to_string();
+    let (code, body) = server.send("PATCH", &format!("{CMS}/{name}"), "application/merge-patch+json", patch).await;
+    assert_eq!(code, 200, "{body}");
+    rv(&body)
+}
+
+fn data(list: &Value) -> Vec<(String, String)> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["metadata"]["name"].as_str().unwrap().to_owned(), i["data"]["v"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+/// Continue pages and exact LISTs read the cache's state at their revision (kube 1.33's
+/// `ListFromCacheSnapshot`): what storage held then, with changes since undone, counted as LISTs
+/// the cache served.
+async fn past_revisions_from_the_cache(backend: Backend) {
+    let server = Server::start("list-past-revisions", backend, &[]).await;
+    for i in 0..7 {
+        create(&server, &format!("cm-{i:02}"), "old").await;
+    }
+    let served = || metric(&server, "apiserver_cache_list_total", "resource_prefix=\"/configmaps\"");
+    let before = served().await;
+    let first = list(&server, "limit=3").await;
+    let at = rv(&first);
+    assert_eq!(names(&first), ["cm-00", "cm-01", "cm-02"]);
+    // Every kind of change after the first page, to keys of the pages still to come.
+    update(&server, "cm-03", "new").await;
+    let (code, body) = server.send("DELETE", &format!("{CMS}/cm-04"), "application/json", "").await;
+    assert_eq!(code, 200, "{body}");
+    create(&server, "cm-04a", "new").await;
+    update(&server, "cm-05", "new").await;
+    let (code, body) = server.send("DELETE", &format!("{CMS}/cm-05"), "application/json", "").await;
+    assert_eq!(code, 200, "{body}");
+    create(&server, "cm-05", "newer").await;
+    let mut pages = vec![first];
+    while let Some(token) = pages.last().unwrap()["metadata"]["continue"].as_str().filter(|t| !t.is_empty()) {
+        let page = list(&server, &format!("limit=3&continue={token}")).await;
+        assert_eq!(rv(&page), at, "every page at the first page's revision");
+        pages.push(page);
+    }
+    let seen: Vec<_> = pages.iter().flat_map(data).collect();
+    let then: Vec<_> = (0..7).map(|i| (format!("cm-{i:02}"), "old".to_owned())).collect();
+    assert_eq!(seen, then);
+    assert_eq!(pages[1]["metadata"]["remainingItemCount"], 1);
+    assert!(pages[2]["metadata"].get("remainingItemCount").is_none());
+    // The same state by `Exact`, and by a resourceVersion with a limit (legacy exact).
+    let exact = list(&server, &format!("resourceVersion={at}&resourceVersionMatch=Exact")).await;
+    assert_eq!((rv(&exact), data(&exact)), (at, then.clone()));
+    let legacy = list(&server, &format!("resourceVersion={at}&limit=10")).await;
+    assert_eq!((rv(&legacy), data(&legacy)), (at, then));
+    // Three pages and two exact LISTs, each served by the cache.
+    assert_eq!(served().await - before, 5.0);
+    // Today's state is not touched by reading the past.
+    let now = list(&server, "").await;
+    assert_eq!(names(&now), ["cm-00", "cm-01", "cm-02", "cm-03", "cm-04a", "cm-05", "cm-06"]);
 }
 
 async fn paging_across_compaction(backend: Backend) {

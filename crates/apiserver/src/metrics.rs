@@ -28,6 +28,7 @@ struct Metrics {
     cache_initializations: IntCounterVec,
     undecodable: IntCounterVec,
     consistent_reads: IntCounterVec,
+    cache_lists: IntCounterVec,
     storage_objects: IntGaugeVec,
     cache_window_events: IntGaugeVec,
     cache_window_oldest: IntGaugeVec,
@@ -112,6 +113,12 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             "apiserver_watch_cache_consistent_read_total",
             "Counter for consistent reads from cache.",
             &["resource", "success", "fallback"],
+        ),
+        cache_lists: counter(
+            &r,
+            "apiserver_cache_list_total",
+            "Number of LIST requests served from watch cache",
+            &["resource_prefix", "index"],
         ),
         undecodable: counter(
             &r,
@@ -238,6 +245,12 @@ impl WatchEventMetrics {
 pub fn consistent_read(resource: &Resource, success: bool) {
     let labels = [resource.plural, if success { "true" } else { "false" }, if success { "false" } else { "true" }];
     METRICS.consistent_reads.with_label_values(&labels).inc();
+}
+
+/// A LIST (or one page of it) served from the watch cache: its latest state or, for continue
+/// pages and `Exact`, a past revision in its window.
+pub fn list_from_cache(resource_prefix: &str) {
+    METRICS.cache_lists.with_label_values(&[resource_prefix, ""]).inc();
 }
 
 pub fn undecodable_object(resource: &str) {

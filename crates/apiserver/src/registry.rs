@@ -62,6 +62,13 @@ impl ResourceStore {
         self.resource.namespace_prefix(&self.root, namespace)
     }
 
+    /// The collection's prefix below the storage root (`/pods`, `/group/plural`): kube's
+    /// `resource_prefix` label of the cache's metrics.
+    pub fn cache_prefix(&self) -> String {
+        let prefix = self.prefix(None);
+        prefix.strip_prefix(self.root.as_str()).unwrap_or(&prefix).trim_end_matches('/').to_owned()
+    }
+
     /// The object's namespace as the storage key wants it (`None` for cluster-scoped kinds).
     pub fn scope<'a>(&self, namespace: Option<&'a str>) -> Option<&'a str> {
         if self.resource.namespaced { namespace } else { None }

@@ -31,6 +31,7 @@
 #[doc(hidden)]
 pub mod bench_fixture;
 mod dispatch;
+mod snapshot;
 mod watchers;
 mod window;
 
@@ -46,6 +47,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::{Notify, mpsc, watch};
 
 use self::dispatch::next_bookmark_time;
+pub use self::snapshot::{CachePage, PageRequest};
 use self::watchers::{Registered, Watchers};
 use self::window::State;
 use crate::budget::TimeBudget;
@@ -324,6 +326,33 @@ impl WatchCache {
         let items =
             self.inner.objects_in(&state, namespace).filter(|o| predicate.is_none_or(|p| p(o))).cloned().collect();
         Ok(CacheList { items, resource_version: state.resource_version.max(min_resource_version.unwrap_or(0)) })
+    }
+
+    /// One page of a list (see `cache/snapshot.rs`): at `request.resource_version`, or at the
+    /// cache's current one after waiting for it to reach `min_resource_version` if given.
+    /// `None` when the cache cannot serve that revision (older than its window, newer than
+    /// it has reached, or the cache is (re)initializing): the caller reads storage, as kube's
+    /// delegator does on a snapshot miss.
+    pub async fn page(
+        &self,
+        request: &PageRequest<'_>,
+        min_resource_version: Option<i64>,
+    ) -> Result<Option<CachePage>, CacheError> {
+        if request.resource_version.is_some() {
+            if !self.is_ready() {
+                return Ok(None);
+            }
+        } else {
+            self.inner.check_ready()?;
+            if let Some(rv) = min_resource_version {
+                self.inner.wait_until_fresh(rv).await?;
+            }
+        }
+        let state = self.inner.state.read();
+        Ok(self.inner.page(&state, request).map(|mut page| {
+            page.resource_version = page.resource_version.max(min_resource_version.unwrap_or(0));
+            page
+        }))
     }
 
     /// One object, after waiting for the cache to reach `min_resource_version`.

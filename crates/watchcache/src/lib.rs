@@ -21,6 +21,6 @@ mod watcher;
 
 #[doc(hidden)]
 pub use cache::bench_fixture;
-pub use cache::{CacheError, CacheList, WatchCache, WatchCacheConfig, WatchCacheStats};
+pub use cache::{CacheError, CacheList, CachePage, PageRequest, WatchCache, WatchCacheConfig, WatchCacheStats};
 pub use event::Predicate;
 pub use watcher::{CacheWatcher, WatchStart, WatcherOptions};

@@ -8,7 +8,9 @@
 //! | LIST `resourceVersion=0`             | the cache at once, `limit` ignored               |
 //! | LIST unset, no limit                 | the cache once it has storage's current revision (consistent read), else storage |
 //! | LIST N, no limit (or NotOlderThan)   | the cache after it reaches N (≤3 s, else 504)    |
-//! | LIST unset + limit, N + limit, Exact, continue | storage, at one revision for every page |
+//! | LIST unset + limit                   | first page from the cache as for unset, no limit |
+//! | LIST N + limit, Exact N, continue at N | the cache's state at N while its window has N and storage has not compacted it (kube 1.33's `ListFromCacheSnapshot`), else storage at N |
+//! | continue at `rv: -1` (after a 410)   | storage, at its latest revision                  |
 //! | WATCH                                | the cache's watchers, else a storage watch of its own |
 //!
 //! Uncached resources read storage for everything. What comes back (objects, a list page, a
@@ -19,11 +21,22 @@ use std::time::Instant;
 
 use listwatch_meta::continue_token::ContinueToken;
 use listwatch_meta::{ApiError, Object, WatchEvent};
+use listwatch_storage::prefix_end;
 use listwatch_watchcache::direct::{self, DirectOptions, DirectStart, DirectWatcher};
-use listwatch_watchcache::{CacheError, CacheWatcher, WatchStart, WatcherOptions};
+use listwatch_watchcache::{CacheError, CacheWatcher, PageRequest, Predicate, WatchCache, WatchStart, WatcherOptions};
 
 use super::ResourceStore;
 use crate::options::{ListOptions, RequestedVersion, ResourceVersionMatch};
+
+/// Whether the cache serves a LIST, and how.
+enum CacheRead {
+    /// The cache's latest state, once it has `min_resource_version`; `limit` applies or not.
+    Latest { min_resource_version: Option<i64>, honor_limit: bool },
+    /// The state at one past revision (a continue token's, or `Exact`), from the window.
+    At(i64),
+    /// Storage serves it.
+    Storage,
+}
 
 /// A list result.
 pub struct ListResult {
@@ -110,62 +123,127 @@ impl ResourceStore {
     pub async fn list(&self, namespace: Option<&str>, options: &ListOptions) -> Result<ListResult, ApiError> {
         let namespace = self.scope(namespace);
         let predicate = self.predicate(options);
-        let paging = options.limit > 0;
-        let exact = options.resource_version_match == Some(ResourceVersionMatch::Exact);
-        if let Some(cache) = &self.cache
-            && options.continue_token.is_none()
-            && !exact
-        {
-            // (the revision the cache must reach, whether `limit` applies)
-            let from_cache = match (options.resource_version, options.resource_version_match) {
-                (RequestedVersion::Any, _) => Some((None, false)),
-                (RequestedVersion::At(n), Some(ResourceVersionMatch::NotOlderThan)) => Some((Some(n), true)),
-                (RequestedVersion::At(n), None) if !paging => Some((Some(n), false)),
-                (RequestedVersion::Unset, None) if self.consistent_reads_from_cache => {
-                    // A consistent read from the cache; storage if the cache does not catch up.
-                    match cache.wait_consistent().await {
-                        Ok(rv) => {
-                            crate::metrics::consistent_read(self.resource, true);
-                            Some((Some(rv), true))
-                        }
-                        Err(CacheError::NotReady { retry_after_seconds }) => {
-                            return Err(ApiError::too_many_requests(
-                                "storage is (re)initializing",
-                                retry_after_seconds,
-                            ));
-                        }
-                        Err(_) => {
-                            crate::metrics::consistent_read(self.resource, false);
-                            None
-                        }
-                    }
+        if let Some(cache) = &self.cache {
+            let read = match self.cache_read(cache, options).await? {
+                CacheRead::Storage => None,
+                CacheRead::Latest { min_resource_version, honor_limit } if !(honor_limit && options.limit > 0) => {
+                    let list = cache
+                        .list(namespace, min_resource_version, predicate.as_ref())
+                        .await
+                        .map_err(|e| e.to_api_error())?;
+                    crate::metrics::list_from_cache(&self.cache_prefix());
+                    return Ok(ListResult {
+                        items: list.items,
+                        resource_version: list.resource_version,
+                        continue_token: None,
+                        remaining: None,
+                    });
                 }
-                _ => None,
+                CacheRead::Latest { min_resource_version, .. } => Some((None, min_resource_version)),
+                CacheRead::At(revision) => Some((Some(revision), None)),
             };
-            if let Some((min_rv, honor_limit)) = from_cache {
-                let list = cache.list(namespace, min_rv, predicate.as_ref()).await.map_err(|e| e.to_api_error())?;
-                let mut result = ListResult {
-                    items: list.items,
-                    resource_version: list.resource_version,
-                    continue_token: None,
-                    remaining: None,
-                };
-                if honor_limit && paging && result.items.len() as i64 > options.limit {
-                    // The rest continues from storage at the cache's revision (a real revision
-                    // of storage, so the pages stay consistent).
-                    let total = result.items.len() as i64;
-                    result.items.truncate(options.limit as usize);
-                    let last = result.items.last().expect("limit > 0");
-                    let key = self.key(self.scope(Some(last.namespace())), last.name());
-                    let token = ContinueToken::for_next_page(&key, &self.prefix(namespace), result.resource_version)
-                        .map_err(ApiError::internal)?;
-                    result.continue_token = Some(token.encode());
-                    result.remaining = (!options.has_selectors()).then_some(total - options.limit);
-                }
+            if let Some((revision, min_resource_version)) = read
+                && let Some(result) = self
+                    .page_from_cache(cache, namespace, options, predicate.as_ref(), revision, min_resource_version)
+                    .await?
+            {
                 return Ok(result);
             }
         }
         super::storage_list::list(self, namespace, options, predicate).await
+    }
+
+    /// Whether the cache may serve a LIST, and at which revision.
+    async fn cache_read(&self, cache: &WatchCache, options: &ListOptions) -> Result<CacheRead, ApiError> {
+        let exact = options.resource_version_match == Some(ResourceVersionMatch::Exact);
+        let paging = options.limit > 0;
+        let at = match (&options.continue_token, options.resource_version, options.resource_version_match) {
+            // A continue token at the latest revision (after a 410) starts over at storage's.
+            (Some(token), ..) if token.is_inconsistent() => return Ok(CacheRead::Storage),
+            (Some(token), ..) => token.resource_version,
+            (None, RequestedVersion::At(n), _) if exact => n,
+            (None, _, _) if exact => return Ok(CacheRead::Storage),
+            // Legacy exact: a resourceVersion with `limit` and no match.
+            (None, RequestedVersion::At(n), None) if paging => n,
+            (None, RequestedVersion::Any, _) => {
+                return Ok(CacheRead::Latest { min_resource_version: None, honor_limit: false });
+            }
+            (None, RequestedVersion::At(n), Some(ResourceVersionMatch::NotOlderThan)) => {
+                return Ok(CacheRead::Latest { min_resource_version: Some(n), honor_limit: true });
+            }
+            (None, RequestedVersion::At(n), None) => {
+                return Ok(CacheRead::Latest { min_resource_version: Some(n), honor_limit: false });
+            }
+            (None, RequestedVersion::Unset, None) if self.consistent_reads_from_cache => {
+                // A consistent read from the cache; storage if the cache does not catch up.
+                return match cache.wait_consistent().await {
+                    Ok(rv) => {
+                        crate::metrics::consistent_read(self.resource, true);
+                        Ok(CacheRead::Latest { min_resource_version: Some(rv), honor_limit: true })
+                    }
+                    Err(CacheError::NotReady { retry_after_seconds }) => {
+                        Err(ApiError::too_many_requests("storage is (re)initializing", retry_after_seconds))
+                    }
+                    Err(_) => {
+                        crate::metrics::consistent_read(self.resource, false);
+                        Ok(CacheRead::Storage)
+                    }
+                };
+            }
+            _ => return Ok(CacheRead::Storage),
+        };
+        // A revision storage has compacted answers 410 there, as it would without the cache
+        // (kube's cache does not serve snapshots below the compaction either).
+        match self.storage.compacted_revision().await {
+            Ok(compacted) if at >= compacted => Ok(CacheRead::At(at)),
+            _ => Ok(CacheRead::Storage),
+        }
+    }
+
+    /// One page from the cache: at `revision`, or at its latest after `min_resource_version`.
+    /// `None` when the cache does not have that revision (storage then serves it).
+    async fn page_from_cache(
+        &self,
+        cache: &WatchCache,
+        namespace: Option<&str>,
+        options: &ListOptions,
+        predicate: Option<&Predicate>,
+        revision: Option<i64>,
+        min_resource_version: Option<i64>,
+    ) -> Result<Option<ListResult>, ApiError> {
+        let prefix = self.prefix(namespace);
+        let start = match &options.continue_token {
+            Some(token) => token.start_key_under(&prefix),
+            None => prefix.clone(),
+        };
+        let end = prefix_end(prefix.as_bytes());
+        let counted = !options.has_selectors();
+        let request = PageRequest {
+            start: start.as_bytes(),
+            end: &end,
+            resource_version: revision,
+            limit: options.limit.max(0) as usize,
+            predicate,
+            count: counted,
+        };
+        let Some(page) = cache.page(&request, min_resource_version).await.map_err(|e| e.to_api_error())? else {
+            return Ok(None);
+        };
+        crate::metrics::list_from_cache(&self.cache_prefix());
+        let mut result = ListResult {
+            resource_version: page.resource_version,
+            continue_token: None,
+            remaining: None,
+            items: page.items,
+        };
+        if let Some(last) = page.last_key {
+            let token = ContinueToken::for_next_page(&String::from_utf8_lossy(&last), &prefix, page.resource_version)
+                .map_err(ApiError::internal)?;
+            result.continue_token = Some(token.encode());
+            // kube's `remainingItemCount`: keys from the page's start to the end, less the page.
+            result.remaining = page.count.filter(|_| counted).map(|count| (count - result.items.len()) as i64);
+        }
+        Ok(Some(result))
     }
 
     /// Every object as of storage's current revision, for the controllers: from the cache when

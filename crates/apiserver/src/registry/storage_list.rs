@@ -1,5 +1,6 @@
 //! LIST from storage, the path the delegator falls back to (and the only one for uncached
-//! resources, paged lists, `Exact` and continue tokens): pages at one revision for every page,
+//! resources; for cached ones, revisions the cache's window no longer has and inconsistent
+//! continue tokens): pages at one revision for every page,
 //! kube's continue token and `remainingItemCount`. A token whose revision was compacted
 //! answers 410 with a fresh token (`rv:-1`) that continues at the latest revision.
 
