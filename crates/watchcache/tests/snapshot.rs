@@ -113,7 +113,7 @@ async fn pages_at_past_revisions_equal_storage_then() {
             let last = page.items.last().map(|o| key(o.namespace(), o.name()));
             let more = last.as_ref().is_some_and(|l| then.range(l.clone()..).nth(1).is_some());
             let full = limit > 0 && page.items.len() == limit;
-            assert_eq!(page.last_key.as_deref(), last.filter(|_| full && more).as_ref().map(|l| l.as_bytes()));
+            assert_eq!(page.last_key.as_deref(), last.filter(|_| full && more).as_ref().map(String::as_bytes));
         }
     }
 }
