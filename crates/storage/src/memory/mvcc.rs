@@ -124,12 +124,14 @@ impl Mvcc {
             usize::MAX
         };
         for (key, versions) in self.index_range(range) {
-            let Some(kv) = version_at(versions, revision).and_then(|v| live_kv(key, v)) else {
+            // Keys past the page are only counted (etcd's `count`, which kube's
+            // `remainingItemCount` needs): no copy of them.
+            let Some(version) = version_at(versions, revision).filter(|v| v.value.is_some()) else {
                 continue;
             };
             count += 1;
             if kvs.len() < want {
-                kvs.push(kv);
+                kvs.extend(live_kv(key, version));
             }
         }
         let more = !count_only && (kvs.len() as i64) < count;
