@@ -51,8 +51,8 @@ fn message(payload: &(dyn Any + Send)) -> &str {
 }
 
 /// The request a guard watches over, for the log line of a panic. It holds the method and
-/// URI (shared, not copied) and is only formatted when a panic is caught, so guarding costs no
-/// allocation per request or per watch.
+/// URI (shared, not copied, but for streams) and is only formatted when a panic is caught, so
+/// guarding a request costs no allocation.
 #[derive(Clone, Debug)]
 pub struct RequestLabel {
     method: http::Method,
@@ -62,6 +62,15 @@ pub struct RequestLabel {
 impl RequestLabel {
     pub fn new(method: &http::Method, uri: &http::Uri) -> RequestLabel {
         RequestLabel { method: method.clone(), uri: uri.clone() }
+    }
+
+    /// The label of a response stream, which outlives its request: the URI copied, because
+    /// a shared one keeps alive the buffer hyper read the request head into (8 KiB or more),
+    /// while hyper reads the connection's next bytes into a new one, for as long as a watch
+    /// lasts.
+    pub fn for_stream(method: &http::Method, uri: &http::Uri) -> RequestLabel {
+        let uri = http::Uri::try_from(uri.to_string()).unwrap_or_else(|_| http::Uri::from_static("/"));
+        RequestLabel { method: method.clone(), uri }
     }
 }
 

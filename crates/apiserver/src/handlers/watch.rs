@@ -34,7 +34,7 @@ pub async fn watch(
     parts: &http::request::Parts,
     upgrade: Option<OnUpgrade>,
 ) -> Result<HttpResponse, ApiError> {
-    let label = RequestLabel::new(&parts.method, &parts.uri);
+    let label = RequestLabel::for_stream(&parts.method, &parts.uri);
     let shutdown = state.shutdown.clone();
     match upgrade {
         Some(on_upgrade) => {

@@ -20,8 +20,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
+use hyper::server::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
@@ -58,21 +58,30 @@ impl<S> Service for S where
 {
 }
 
+/// hyper's connection settings for `config`, one builder per protocol. Which protocol a
+/// connection speaks is known from its first bytes ([`Rewound`]), so hyper_util's own
+/// detection is not used: it hands hyper the bytes it read ahead in a read of their own, and
+/// hyper's read buffer, then holding a partial request when it reads again, doubles to 16 KiB
+/// for the connection's life (8 KiB more per HTTP/1.1 watcher).
+pub struct Builders {
+    http1: http1::Builder,
+    http2: http2::Builder<TokioExecutor>,
+}
+
 /// hyper's connection settings for `config`.
-pub fn builder(config: &ServerConfig) -> Builder<TokioExecutor> {
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder
-        .http1()
+pub fn builder(config: &ServerConfig) -> Builders {
+    let mut http1 = http1::Builder::new();
+    http1
         .timer(TokioTimer::new())
         .header_read_timeout(config.read_header_timeout)
         .max_buf_size(MAX_HEADER_BYTES + HEADER_READ_SLACK)
         .max_headers(MAX_HEADER_FIELDS);
-    builder
-        .http2()
+    let mut http2 = http2::Builder::new(TokioExecutor::new());
+    http2
         .max_concurrent_streams(config.http2_max_streams_per_connection)
         // Go's http2 server: MaxHeaderBytes padded for ten fields of 32 bytes' overhead.
         .max_header_list_size((MAX_HEADER_BYTES + 10 * 32) as u32);
-    builder
+    Builders { http1, http2 }
 }
 
 /// What may end a connection before its client does: the server's shutdown (every
@@ -93,7 +102,7 @@ pub struct Closing {
 pub async fn serve<S>(
     stream: TcpStream,
     tls: Option<tokio_rustls::TlsAcceptor>,
-    builder: Arc<Builder<TokioExecutor>>,
+    builder: Arc<Builders>,
     service: S,
     mut closing: Closing,
     setup_timeout: Option<Duration>,
@@ -138,18 +147,62 @@ async fn set_up<T>(timeout: Option<Duration>, setup: impl Future<Output = io::Re
     result.inspect_err(|e| tracing::debug!(error = %e, "connection setup failed")).ok()
 }
 
-async fn serve_io<I, S>(io: Rewound<I>, builder: &Builder<TokioExecutor>, service: S, closing: Closing)
+async fn serve_io<I, S>(io: Rewound<I>, builders: &Builders, service: S, closing: Closing)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     S: Service + Send + 'static,
     S::Future: Send + 'static,
 {
+    // Each connection is boxed at its own size: a task holding either would be the larger's.
+    let result = if io.is_http2() {
+        let conn = Box::pin(builders.http2.serve_connection(TokioIo::new(io), service));
+        until_closed(conn, closing, true).await
+    } else {
+        let conn = Box::pin(builders.http1.serve_connection(TokioIo::new(io), service).with_upgrades());
+        until_closed(conn, closing, false).await
+    };
+    if let Err(e) = result {
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
+}
+
+/// A hyper connection that can be asked to finish what it has and close.
+trait GracefulConnection: Future<Output = Result<(), hyper::Error>> {
+    fn graceful_shutdown(self: Pin<&mut Self>);
+}
+
+impl<I, S> GracefulConnection for http1::UpgradeableConnection<I, S>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    S: Service,
+{
+    fn graceful_shutdown(self: Pin<&mut Self>) {
+        http1::UpgradeableConnection::graceful_shutdown(self);
+    }
+}
+
+impl<I, S> GracefulConnection for http2::Connection<I, S, TokioExecutor>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    S: Service + Send + 'static,
+    S::Future: Send + 'static,
+{
+    fn graceful_shutdown(self: Pin<&mut Self>) {
+        http2::Connection::graceful_shutdown(self);
+    }
+}
+
+/// Serves `conn` until it ends, shutting it down gracefully when the server does and, for
+/// HTTP/2, when the debug API asks for GOAWAY.
+async fn until_closed<C: GracefulConnection>(
+    mut conn: Pin<Box<C>>,
+    closing: Closing,
+    http2: bool,
+) -> Result<(), hyper::Error> {
     let Closing { mut shutdown, mut goaways, open: _open } = closing;
-    let http2 = io.is_http2();
-    let mut conn = std::pin::pin!(builder.serve_connection_with_upgrades(TokioIo::new(io), service));
     // Each signal is acted on once (and forgotten if its sender is gone).
     let (mut shutting_down, mut gone_away) = (false, !http2);
-    let result = loop {
+    loop {
         tokio::select! {
             result = conn.as_mut() => break result,
             down = shutdown.wait_for(|down| *down), if !shutting_down => {
@@ -166,9 +219,6 @@ where
                 }
             }
         }
-    };
-    if let Err(e) = result {
-        tracing::debug!(error = %e, "connection ended with an error");
     }
 }
 
@@ -211,13 +261,26 @@ impl<I> Rewound<I> {
 
 impl<I: AsyncRead + Unpin> AsyncRead for Rewound<I> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        if !self.prefix.is_empty() {
-            let n = self.prefix.len().min(buf.remaining());
-            buf.put_slice(&self.prefix[..n]);
-            self.prefix.advance(n);
-            return Poll::Ready(Ok(()));
+        if self.prefix.is_empty() {
+            return Pin::new(&mut self.io).poll_read(cx, buf);
         }
-        Pin::new(&mut self.io).poll_read(cx, buf)
+        let n = self.prefix.len().min(buf.remaining());
+        buf.put_slice(&self.prefix[..n]);
+        self.prefix.advance(n);
+        // With whatever else the socket has ready in the same read: hyper, given the first
+        // bytes of a request alone, reads again into a buffer it must then grow, and keeps it
+        // grown.
+        if self.prefix.is_empty() && buf.remaining() > 0 {
+            let filled = buf.filled().len();
+            match Pin::new(&mut self.io).poll_read(cx, buf) {
+                Poll::Ready(Err(e)) if buf.filled().len() == filled => {
+                    // The read-ahead bytes are handed out; the error comes with the next read.
+                    tracing::trace!(error = %e, "read after the read-ahead failed");
+                }
+                _ => {}
+            }
+        }
+        Poll::Ready(Ok(()))
     }
 }
 
