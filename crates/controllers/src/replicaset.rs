@@ -83,13 +83,16 @@ impl ReplicaSetController {
         };
         let namespace = rs.namespace().unwrap_or_default().to_string();
         let pods = self.claim_pods(&rs, &selector).await?;
-        if !common::is_deleting(&rs) {
-            let wanted = usize::try_from(common::int(&rs.0, "/spec/replicas", 1)).unwrap_or(0);
-            if pods.len() < wanted {
-                self.create_pods(&rs, &namespace, (wanted - pods.len()).min(BURST_REPLICAS)).await?;
-            } else if pods.len() > wanted {
-                self.delete_pods(pods, wanted).await?;
-            }
+        let wanted = usize::try_from(common::int(&rs.0, "/spec/replicas", 1)).unwrap_or(0);
+        if common::is_deleting(&rs) || pods.len() == wanted {
+            // Nothing to create or delete (most syncs: a pod's status moved): the status is
+            // counted from the pods just claimed, as kube's is.
+            return self.update_status(&rs, &pods).await;
+        }
+        if pods.len() < wanted {
+            self.create_pods(&rs, &namespace, (wanted - pods.len()).min(BURST_REPLICAS)).await?;
+        } else {
+            self.delete_pods(pods, wanted).await?;
         }
         let pods = self.owned_pods(&rs, &selector);
         self.update_status(&rs, &pods).await
@@ -104,15 +107,23 @@ impl ReplicaSetController {
     ) -> anyhow::Result<Vec<Arc<DynamicObject>>> {
         let uid = rs.uid().context("the ReplicaSet has no uid")?;
         let (owned, orphans) = common::owned_and_orphans(&self.pod_cache, rs);
-        for pod in owned.iter().filter(|pod| !common::matches(selector, pod)) {
+        let (matching, unmatched): (Vec<_>, Vec<_>) = owned.into_iter().partition(|pod| common::matches(selector, pod));
+        for pod in &unmatched {
             self.release(pod, uid).await?;
         }
+        let mut adopted = false;
         if !common::is_deleting(rs) {
             for pod in orphans.iter().filter(|pod| common::matches(selector, pod) && is_active(pod)) {
                 self.adopt(rs, pod).await?;
+                adopted = true;
             }
         }
-        Ok(self.owned_pods(rs, selector))
+        // Read again only when ownership changed; else what was just matched is the answer
+        // (every sync walks every pod of the ReplicaSet, and did it twice).
+        if adopted || !unmatched.is_empty() {
+            return Ok(self.owned_pods(rs, selector));
+        }
+        Ok(matching.into_iter().filter(|pod| is_active(pod)).collect())
     }
 
     /// The active pods `rs` controls and its selector matches (through the controller index).

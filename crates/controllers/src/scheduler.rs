@@ -44,6 +44,9 @@ pub struct Scheduler {
     assumed: Arc<Mutex<HashMap<String, String>>>,
     /// Pods that fit nowhere at their last try.
     unschedulable: Arc<Mutex<HashSet<String>>>,
+    /// The nodes' names, read once from their JSON and kept until a node is added or deleted
+    /// (a name never changes): ranking the nodes for each pod reads only the pod index.
+    node_names: Arc<Mutex<Option<Arc<[String]>>>>,
 }
 
 impl Scheduler {
@@ -86,15 +89,31 @@ impl Scheduler {
                 }),
         )?;
         let retry_on_add = retry_all.clone();
-        nodes.add_event_handler(HandlerFns::<DynamicObject>::new().on_add(move |_, _| retry_on_add()).on_update(
-            move |old, new, _| {
-                if schedulable_view(old) != schedulable_view(new) {
-                    retry_all();
-                }
-            },
-        ))?;
-        let scheduler =
-            Arc::new(Scheduler { client, pods: pods.store(), nodes: nodes.store(), assumed, unschedulable });
+        let node_names: Arc<Mutex<Option<Arc<[String]>>>> = Arc::default();
+        let (names_added, names_deleted) = (node_names.clone(), node_names.clone());
+        nodes.add_event_handler(
+            HandlerFns::<DynamicObject>::new()
+                .on_add(move |_, _| {
+                    names_added.lock().take();
+                    retry_on_add();
+                })
+                .on_update(move |old, new, _| {
+                    if schedulable_view(old) != schedulable_view(new) {
+                        retry_all();
+                    }
+                })
+                .on_delete(move |_| {
+                    names_deleted.lock().take();
+                }),
+        )?;
+        let scheduler = Arc::new(Scheduler {
+            client,
+            pods: pods.store(),
+            nodes: nodes.store(),
+            assumed,
+            unschedulable,
+            node_names,
+        });
         let decide = Arc::new(tokio::sync::Mutex::new(()));
         let sync = Arc::new(move |key: String| {
             let (scheduler, decide) = (scheduler.clone(), decide.clone());
@@ -113,15 +132,15 @@ impl Scheduler {
             self.unschedulable.lock().remove(key);
             return Ok(None);
         }
-        let nodes = self.nodes.list();
-        if nodes.is_empty() {
+        let names = self.node_names();
+        if names.is_empty() {
             // Waits for the first node.
             self.unschedulable.lock().insert(key.to_owned());
             return Ok(None);
         }
         let choice = {
             let _one_at_a_time = decide.lock().await;
-            let choice = self.choose(&pod, &nodes);
+            let choice = self.choose(&pod, &names);
             if let Ok(node) = &choice {
                 self.assumed.lock().insert(key.to_owned(), node.clone());
             }
@@ -149,17 +168,25 @@ impl Scheduler {
     /// Nodes are tried fewest pods first (ties by name), so the first that fits is the answer
     /// and the filters, which read each node's JSON, run on one node in the common case rather
     /// than on every node for every pod (at 1,000 nodes and 100,000 pods that scan was most of
-    /// the server's CPU). Only when nothing fits are all nodes filtered, for the message.
-    fn choose(&self, pod: &DynamicObject, nodes: &[Arc<DynamicObject>]) -> Result<String, String> {
+    /// the server's CPU). The least loaded node is found in one pass over the names and the pod
+    /// index, and tried alone; only when it does not fit are the nodes read and sorted (at
+    /// 5,000 nodes, reading every node's name from its JSON and sorting them for each pod was
+    /// a third of the server's CPU and held the one-at-a-time scheduler to 80 pods a second),
+    /// and only when nothing fits are all of them filtered, for the message.
+    fn choose(&self, pod: &DynamicObject, names: &[String]) -> Result<String, String> {
         let pending = self.assumed_per_node();
-        let mut ranked: Vec<(usize, &str, &DynamicObject)> = nodes
-            .iter()
-            .map(|node| {
-                let name = node.name();
-                let bound = self.pods.index_len(NODE_INDEX, name).unwrap_or(0);
-                (bound + pending.get(name).copied().unwrap_or(0), name, node.as_ref())
-            })
-            .collect();
+        let load =
+            |name: &str| self.pods.index_len(NODE_INDEX, name).unwrap_or(0) + pending.get(name).copied().unwrap_or(0);
+        let least = names.iter().map(|name| (load(name), name)).min();
+        if let Some((count, name)) = least
+            && let Some(node) = self.nodes.get(name)
+            && fit(pod, &node, count).is_ok()
+        {
+            return Ok(name.clone());
+        }
+        let nodes = self.nodes.list();
+        let mut ranked: Vec<(usize, &str, &DynamicObject)> =
+            nodes.iter().map(|node| (load(node.name()), node.name(), node.as_ref())).collect();
         ranked.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
         let mut reasons: HashMap<&'static str, usize> = HashMap::new();
         for (count, name, node) in ranked {
@@ -169,6 +196,12 @@ impl Scheduler {
             }
         }
         Err(unschedulable_message(nodes.len(), &reasons))
+    }
+
+    /// The nodes' names (see `node_names`), read from the cache when a node came or went.
+    fn node_names(&self) -> Arc<[String]> {
+        let mut names = self.node_names.lock();
+        names.get_or_insert_with(|| self.nodes.list().iter().map(|n| n.name().to_owned()).collect()).clone()
     }
 
     /// Per node, the pods assumed onto it that the cache does not show bound yet.
