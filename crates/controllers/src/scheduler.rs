@@ -1,6 +1,9 @@
 //! A small kube-scheduler: every pending pod with no `spec.nodeName` whose `schedulerName` is
 //! `default-scheduler` (or unset) is bound, through the `pods/{name}/binding` subresource, to
-//! the node with the fewest pods (ties by name) among those it fits on. A node fits as kube's
+//! the node with the fewest pods (ties by name) among those it fits on; in a cluster of more
+//! than 100 nodes, among the share of them kube-scheduler looks at for one pod
+//! (`percentageOfNodesToScore`'s adaptive default: 50 % less 1 % per 125 nodes, at least 5 %
+//! and 100 nodes), taken from where the last pod's search stopped. A node fits as kube's
 //! default filters decide, in their order: not `spec.unschedulable`; no NoSchedule or
 //! NoExecute taint the pod does not tolerate (a node not reported Ready counts as tainted
 //! `node.kubernetes.io/not-ready`); the pod's `spec.nodeSelector`; room under the node's
@@ -47,6 +50,20 @@ pub struct Scheduler {
     /// The nodes' names, read once from their JSON and kept until a node is added or deleted
     /// (a name never changes): ranking the nodes for each pod reads only the pod index.
     node_names: Arc<Mutex<Option<Arc<[String]>>>>,
+    /// Where the next pod's look at the nodes starts (kube's `nextStartNodeIndex`).
+    next_start: std::sync::atomic::AtomicUsize,
+}
+
+/// How many of `nodes` kube-scheduler looks at for one pod: all of up to 100, else its
+/// adaptive `percentageOfNodesToScore` (50 % less 1 % per 125 nodes, at least 5 %), at least 100
+/// (`numFeasibleNodesToFind`).
+fn nodes_to_look_at(nodes: usize) -> usize {
+    const MIN_NODES: usize = 100;
+    if nodes < MIN_NODES {
+        return nodes;
+    }
+    let percent = 50usize.saturating_sub(nodes / 125).max(5);
+    (nodes * percent / 100).max(MIN_NODES)
 }
 
 impl Scheduler {
@@ -113,6 +130,7 @@ impl Scheduler {
             assumed,
             unschedulable,
             node_names,
+            next_start: std::sync::atomic::AtomicUsize::new(0),
         });
         let decide = Arc::new(tokio::sync::Mutex::new(()));
         let sync = Arc::new(move |key: String| {
@@ -168,16 +186,22 @@ impl Scheduler {
     /// Nodes are tried fewest pods first (ties by name), so the first that fits is the answer
     /// and the filters, which read each node's JSON, run on one node in the common case rather
     /// than on every node for every pod (at 1,000 nodes and 100,000 pods that scan was most of
-    /// the server's CPU). The least loaded node is found in one pass over the names and the pod
-    /// index, and tried alone; only when it does not fit are the nodes read and sorted (at
-    /// 5,000 nodes, reading every node's name from its JSON and sorting them for each pod was
-    /// a third of the server's CPU and held the one-at-a-time scheduler to 80 pods a second),
-    /// and only when nothing fits are all of them filtered, for the message.
+    /// the server's CPU). The least loaded of the nodes kube would look at
+    /// ([`nodes_to_look_at`]) is found in one pass over their names and the pod index, and tried
+    /// alone; only when it does not fit are all the nodes read and sorted (at 5,000 nodes,
+    /// reading every node's name from its JSON and sorting them for each pod was a third of
+    /// the server's CPU and held the one-at-a-time scheduler to 80 pods a second), and only
+    /// when nothing fits are all of them filtered, for the message.
     fn choose(&self, pod: &DynamicObject, names: &[String]) -> Result<String, String> {
+        use std::sync::atomic::Ordering;
         let pending = self.assumed_per_node();
         let load =
             |name: &str| self.pods.index_len(NODE_INDEX, name).unwrap_or(0) + pending.get(name).copied().unwrap_or(0);
-        let least = names.iter().map(|name| (load(name), name)).min();
+        let look_at = nodes_to_look_at(names.len());
+        let start = self.next_start.load(Ordering::Relaxed) % names.len().max(1);
+        self.next_start.store((start + look_at) % names.len().max(1), Ordering::Relaxed);
+        let window = names.iter().cycle().skip(start).take(look_at);
+        let least = window.map(|name| (load(name), name)).min();
         if let Some((count, name)) = least
             && let Some(node) = self.nodes.get(name)
             && fit(pod, &node, count).is_ok()
@@ -353,6 +377,17 @@ mod tests {
             Err("node(s) didn't match Pod's node affinity/selector")
         );
         assert!(fit(&pod, &node("a", json!({"disk": "ssd"}), "Unknown"), 0).unwrap_err().contains("not-ready"));
+    }
+
+    #[test]
+    fn looks_at_the_share_of_nodes_kube_scheduler_does() {
+        // kube's numFeasibleNodesToFind with percentageOfNodesToScore unset.
+        assert_eq!(nodes_to_look_at(3), 3);
+        assert_eq!(nodes_to_look_at(99), 99);
+        assert_eq!(nodes_to_look_at(150), 100);
+        assert_eq!(nodes_to_look_at(1000), 420);
+        assert_eq!(nodes_to_look_at(5000), 500);
+        assert_eq!(nodes_to_look_at(100_000), 5000);
     }
 
     #[test]
