@@ -19,6 +19,8 @@ pods=${2:-10000}
 bin=${LISTWATCH_BIN:-${CARGO_TARGET_DIR:-target}/release/listwatch}
 dir=$(mktemp -d)
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$dir"' EXIT
+# (a TERM or INT, from `timeout` say, exits through that trap too, so the server goes with it)
+trap 'exit 143' TERM INT
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}'; }
 usage() {

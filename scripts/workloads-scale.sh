@@ -18,6 +18,8 @@ replicas=${2:-10}
 bin=${LISTWATCH_BIN:-${CARGO_TARGET_DIR:-target}/release/listwatch}
 dir=$(mktemp -d)
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$dir"' EXIT
+# (a TERM or INT, from `timeout` say, exits through that trap too, so the server goes with it)
+trap 'exit 143' TERM INT
 case "${LISTWATCH_SERVE_ARGS:-}" in
   *--nodes*) nodes_flag= ;;
   *) nodes_flag="--nodes 0" ;;
