@@ -16,20 +16,9 @@
 set -euo pipefail
 nodes=${1:-5000}
 pods=${2:-10000}
-bin=${LISTWATCH_BIN:-${CARGO_TARGET_DIR:-target}/release/listwatch}
-dir=$(mktemp -d)
-trap 'kill "$server" 2>/dev/null || true; rm -rf "$dir"' EXIT
-# (a TERM or INT, from `timeout` say, exits through that trap too, so the server goes with it)
-trap 'exit 143' TERM INT
+. "$(dirname "$0")/scale-common.sh"
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}'; }
-usage() {
-  local ticks rss
-  ticks=$(awk '{print $14 + $15}' "/proc/$server/stat")
-  rss=$(awk '/VmHWM/ {print $2}' "/proc/$server/status")
-  echo "server CPU $(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", t / hz}') s, peak RSS $((rss / 1024)) MiB"
-}
-k() { kubectl --kubeconfig "$dir/kubeconfig" "$@"; }
 # How many nodes are Ready, pods Running, or pods there at all (kubectl's table rows: the
 # server renders them, so polling stays cheap next to what it measures).
 count() {

@@ -15,11 +15,7 @@
 set -euo pipefail
 deployments=${1:-100}
 replicas=${2:-10}
-bin=${LISTWATCH_BIN:-${CARGO_TARGET_DIR:-target}/release/listwatch}
-dir=$(mktemp -d)
-trap 'kill "$server" 2>/dev/null || true; rm -rf "$dir"' EXIT
-# (a TERM or INT, from `timeout` say, exits through that trap too, so the server goes with it)
-trap 'exit 143' TERM INT
+. "$(dirname "$0")/scale-common.sh"
 case "${LISTWATCH_SERVE_ARGS:-}" in
   *--nodes*) nodes_flag= ;;
   *) nodes_flag="--nodes 0" ;;
@@ -31,13 +27,6 @@ for _ in $(seq 100); do [ -s "$dir/kubeconfig" ] && grep -q "serving on" "$dir/l
 case "${LISTWATCH_SERVE_ARGS:-}" in
   *--nodes*) until grep -q "fake nodes registered" "$dir/log"; do sleep 0.2; done ;;
 esac
-k() { kubectl --kubeconfig "$dir/kubeconfig" "$@"; }
-usage() {
-  local ticks rss
-  ticks=$(awk '{print $14 + $15}' "/proc/$server/stat")
-  rss=$(awk '/VmHWM/ {print $2}' "/proc/$server/status")
-  echo "server CPU $(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", t / hz}') s, peak RSS $((rss / 1024)) MiB"
-}
 # Waits until every Deployment has observed its generation and has all replicas updated and available.
 converged() {
   k get deployments -o json | python3 -c '
