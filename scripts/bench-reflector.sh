@@ -72,7 +72,9 @@ start_server() {
     URL="http://127.0.0.1:$port"
     KUBECONFIG_FILE="$WORK/kubeconfig"
     # History for every event a client has to replay (backlog mode), whatever its age.
-    "$LISTWATCH" serve --ephemeral --addr "127.0.0.1:$port" --compaction-interval 0 \
+    # No controllers: the bench pods' ReplicaSet has no replicas, and a ReplicaSet controller
+    # would delete all but one of them.
+    "$LISTWATCH" serve --ephemeral --controllers none --addr "127.0.0.1:$port" --compaction-interval 0 \
         --watch-cache-max-events $((UPDATES + 50000)) --kubeconfig "$KUBECONFIG_FILE" \
         >"$WORK/server.log" 2>&1 &
     SERVER_PID=$!
