@@ -341,7 +341,6 @@ fn deletion_rank(pod: &DynamicObject) -> (bool, u8, bool, std::cmp::Reverse<Stri
     (scheduled, phase, common::ready_since(pod).is_some(), std::cmp::Reverse(created))
 }
 
-/// Queues the ReplicaSet that controls `pod`, or, for an orphan, those that would adopt it.
 /// Enqueues the ReplicaSet that controls `pod` (`after` a while, for a change that can only
 /// move its status), or those whose selector matches it if it is an orphan (at once).
 fn enqueue_for_pod(queue: &Queue, replicasets: &Lister<DynamicObject>, pod: &DynamicObject, after: Duration) {

@@ -124,29 +124,8 @@ impl ResourceStore {
         let namespace = self.scope(namespace);
         let predicate = self.predicate(options);
         if let Some(cache) = &self.cache {
-            let read = match self.cache_read(cache, options).await? {
-                CacheRead::Storage => None,
-                CacheRead::Latest { min_resource_version, honor_limit } if !(honor_limit && options.limit > 0) => {
-                    let list = cache
-                        .list(namespace, min_resource_version, predicate.as_ref())
-                        .await
-                        .map_err(|e| e.to_api_error())?;
-                    crate::metrics::list_from_cache(&self.cache_prefix());
-                    return Ok(ListResult {
-                        items: list.items,
-                        resource_version: list.resource_version,
-                        continue_token: None,
-                        remaining: None,
-                    });
-                }
-                CacheRead::Latest { min_resource_version, .. } => Some((None, min_resource_version)),
-                CacheRead::At(revision) => Some((Some(revision), None)),
-            };
-            if let Some((revision, min_resource_version)) = read
-                && let Some(result) = self
-                    .page_from_cache(cache, namespace, options, predicate.as_ref(), revision, min_resource_version)
-                    .await?
-            {
+            let read = self.cache_read(cache, options).await?;
+            if let Some(result) = self.list_from_cache(cache, namespace, options, predicate.as_ref(), read).await? {
                 return Ok(result);
             }
         }
@@ -200,17 +179,23 @@ impl ResourceStore {
         }
     }
 
-    /// One page from the cache: at `revision`, or at its latest after `min_resource_version`.
-    /// `None` when the cache does not have that revision (storage then serves it).
-    async fn page_from_cache(
+    /// A LIST, or one page of it, from the cache as `read` says; `None` when storage serves it
+    /// (`read` says so, or the cache does not have that revision).
+    async fn list_from_cache(
         &self,
         cache: &WatchCache,
         namespace: Option<&str>,
         options: &ListOptions,
         predicate: Option<&Predicate>,
-        revision: Option<i64>,
-        min_resource_version: Option<i64>,
+        read: CacheRead,
     ) -> Result<Option<ListResult>, ApiError> {
+        let (revision, min_resource_version, limit) = match read {
+            CacheRead::Storage => return Ok(None),
+            CacheRead::Latest { min_resource_version, honor_limit } => {
+                (None, min_resource_version, if honor_limit { options.limit } else { 0 })
+            }
+            CacheRead::At(revision) => (Some(revision), None, options.limit),
+        };
         let prefix = self.prefix(namespace);
         let start = match &options.continue_token {
             Some(token) => token.start_key_under(&prefix),
@@ -222,7 +207,7 @@ impl ResourceStore {
             start: start.as_bytes(),
             end: &end,
             resource_version: revision,
-            limit: options.limit.max(0) as usize,
+            limit: usize::try_from(limit).unwrap_or(0),
             predicate,
             count: counted,
         };
