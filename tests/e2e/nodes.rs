@@ -18,6 +18,7 @@ on_both_backends!(
     nodes_are_ready_and_renew_their_leases,
     deployment_pods_spread_over_the_nodes,
     a_pod_that_fits_nowhere_is_unschedulable_until_a_node_fits,
+    a_pod_waiting_for_room_takes_the_place_a_bound_pod_leaves,
     a_failed_node_loses_its_pods_to_the_others,
 );
 
@@ -236,6 +237,45 @@ async fn a_pod_that_fits_nowhere_is_unschedulable_until_a_node_fits(backend: Bac
     eventually("the pod running on node-2", || async {
         let pod = k.get_json(&["pod", "ssd"]).await;
         (pod["spec"]["nodeName"] == "node-2" && pod["status"]["phase"] == "Running").then_some(())
+    })
+    .await;
+}
+
+/// One node holds 110 pods: the 111th is parked Unschedulable ("Too many pods") and goes to
+/// the node as soon as a bound pod leaves it, not at the five-minute retry (the wait here is 30 s).
+async fn a_pod_waiting_for_room_takes_the_place_a_bound_pod_leaves(backend: Backend) {
+    let server =
+        Server::start("nodes-room", backend, &["--controllers=all", "--pod-start-delay=100ms", "--nodes=1"]).await;
+    let k = server.kubectl();
+    node_statuses(&k, 1).await;
+    let pods: Vec<Value> = (0..111)
+        .map(|i| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("room-{i}"), "labels": {"app": "room"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))
+        .collect();
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": pods});
+    k.run_with_input(&["create", "-f", "-"], &list.to_string()).await.ok();
+    let waiting = eventually("110 pods running on node-0 and one Unschedulable", || async {
+        let pods = items(&k.get_json(&["pods", "-l", "app=room"]).await);
+        let running = pods.iter().filter(|p| p["status"]["phase"] == "Running" && p["spec"]["nodeName"] == "node-0");
+        let unschedulable: Vec<&Value> = pods
+            .iter()
+            .filter(|p| {
+                p["status"]["conditions"].as_array().into_iter().flatten().any(|c| {
+                    c["reason"] == "Unschedulable"
+                        && c["message"]
+                            == "0/1 nodes are available: 1 Too many pods. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+                })
+            })
+            .collect();
+        (running.count() == 110 && unschedulable.len() == 1)
+            .then(|| unschedulable[0]["metadata"]["name"].as_str().unwrap().to_owned())
+    })
+    .await;
+    let leaving = if waiting == "room-0" { "room-1" } else { "room-0" };
+    k.run(&["delete", "pod", leaving, "--wait=false"]).await.ok();
+    eventually("the waiting pod running on node-0", || async {
+        let pod = k.get_json(&["pod", &waiting]).await;
+        (pod["spec"]["nodeName"] == "node-0" && pod["status"]["phase"] == "Running").then_some(())
     })
     .await;
 }

@@ -79,7 +79,13 @@ pub(crate) const NODE_INDEX: &str = "spec.nodeName";
 /// (Succeeded, Failed) hold no place on their node and are left out, as kube-scheduler's
 /// informer leaves them out, so a bucket's size is what the node holds.
 pub fn index_pods_by_node(pods: &SharedInformer<DynamicObject>) {
-    let by_node: IndexFn<DynamicObject> = Arc::new(|pod: &DynamicObject| {
+    // A conflict is the index another controller added already.
+    let _ = pods.add_indexer(NODE_INDEX, pods_by_node());
+}
+
+/// The index function of [`index_pods_by_node`].
+pub(crate) fn pods_by_node() -> IndexFn<DynamicObject> {
+    Arc::new(|pod: &DynamicObject| {
         if matches!(pod.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed")) {
             return Vec::new();
         }
@@ -89,9 +95,7 @@ pub fn index_pods_by_node(pods: &SharedInformer<DynamicObject>) {
             .map(str::to_owned)
             .into_iter()
             .collect()
-    });
-    // A conflict is the index another controller added already.
-    let _ = pods.add_indexer(NODE_INDEX, by_node);
+    })
 }
 
 /// apps/v1 ReplicaSets.

@@ -11,15 +11,18 @@
 //!
 //! A pod that fits nowhere gets `PodScheduled=False`, reason `Unschedulable`, with kube's
 //! message ("0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.
-//! preemption: ..."), and is tried again when a node changes in a way that matters, when a
-//! bound pod goes away, and every minute. With no nodes at all the scheduler waits (the
-//! stand-in kubelet then runs pods unbound, as before nodes existed).
+//! preemption: ...") and is parked, as kube-scheduler parks it ([`parked`]): it is tried
+//! again when a node comes or changes in a way that matters (every parked pod), when a bound
+//! pod leaves a node (the parked pods that fit that node, as many as it has room for), when
+//! its own spec changes, and after five minutes. A failure that overlapped such a change backs
+//! off (1 s, doubled per attempt, at most 10 s) instead of parking. With no nodes at all the
+//! scheduler waits (the stand-in kubelet then runs pods unbound, as before nodes existed).
 //!
 //! Decisions are serialized (kube schedules one pod at a time) and each binding is "assumed"
 //! until the informer shows it, so pods bound in a burst spread as the counts say.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use futures::FutureExt as _;
@@ -30,26 +33,31 @@ use listwatch_client::{
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
+use self::parked::{Failed, Parked};
 use crate::common::{self, NODE_INDEX, Queue, Workers};
 use crate::taints;
 
+mod parked;
+
 /// The scheduler name pods get by default.
 pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
-/// How often an unschedulable pod is tried again without any change.
-const RETRY_UNSCHEDULABLE: Duration = Duration::from_secs(60);
+/// How long a parked pod waits for a move before it is tried again anyway (kube-scheduler's
+/// `podMaxInUnschedulablePodsDuration`).
+const RETRY_UNSCHEDULABLE: Duration = Duration::from_secs(5 * 60);
 
 /// The scheduler's caches and its bookkeeping.
 pub struct Scheduler {
     client: Client,
+    queue: Queue,
     pods: Store<DynamicObject>,
     nodes: Store<DynamicObject>,
     /// Pods bound by this scheduler that the cache does not show bound yet, and their nodes.
-    assumed: Arc<Mutex<HashMap<String, String>>>,
+    assumed: Mutex<HashMap<String, String>>,
     /// Pods that fit nowhere at their last try.
-    unschedulable: Arc<Mutex<HashSet<String>>>,
+    parked: Mutex<Parked>,
     /// The nodes' names, read once from their JSON and kept until a node is added or deleted
     /// (a name never changes): ranking the nodes for each pod reads only the pod index.
-    node_names: Arc<Mutex<Option<Arc<[String]>>>>,
+    node_names: Mutex<Option<Arc<[String]>>>,
     /// Where the next pod's look at the nodes starts (kube's `nextStartNodeIndex`).
     next_start: std::sync::atomic::AtomicUsize,
 }
@@ -67,71 +75,63 @@ fn nodes_to_look_at(nodes: usize) -> usize {
 }
 
 impl Scheduler {
+    /// A scheduler of the pods in `pods` (indexed by [`NODE_INDEX`]) onto `nodes`.
+    fn new(client: Client, queue: Queue, pods: Store<DynamicObject>, nodes: Store<DynamicObject>) -> Scheduler {
+        Scheduler {
+            client,
+            queue,
+            pods,
+            nodes,
+            assumed: Mutex::default(),
+            parked: Mutex::default(),
+            node_names: Mutex::default(),
+            next_start: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
     /// Registers the scheduler's handlers on `factory`'s pod and node informers.
     pub(crate) fn register(client: Client, factory: &SharedInformerFactory) -> anyhow::Result<Workers> {
         let pods = common::informer(factory, &ApiResource::pods());
         common::index_pods_by_node(&pods);
         let nodes = common::informer(factory, &ApiResource::nodes());
         let queue = common::queue("scheduler");
-        let assumed: Arc<Mutex<HashMap<String, String>>> = Arc::default();
-        let unschedulable: Arc<Mutex<HashSet<String>>> = Arc::default();
-        let retry_all = {
-            let (queue, unschedulable) = (queue.clone(), unschedulable.clone());
-            move || retry(&queue, &unschedulable)
-        };
-        let (q_add, q_update, a_update, a_delete, u_delete) =
-            (queue.clone(), queue.clone(), assumed.clone(), assumed.clone(), unschedulable.clone());
-        let retry_on_delete = retry_all.clone();
+        let scheduler = Arc::new(Scheduler::new(client, queue.clone(), pods.store(), nodes.store()));
+        let (on_add, on_update, on_delete) = (scheduler.clone(), scheduler.clone(), scheduler.clone());
         pods.add_event_handler(
             HandlerFns::<DynamicObject>::new()
                 .on_add(move |pod, _| {
                     if needs_scheduling(pod) {
-                        q_add.add(pod.key());
+                        on_add.queue.add(pod.key());
                     }
                 })
-                .on_update(move |_, pod, _| {
-                    if node_name(pod).is_some() {
-                        a_update.lock().remove(&pod.key());
-                    }
-                    if needs_scheduling(pod) {
-                        q_update.add(pod.key());
-                    }
-                })
+                .on_update(move |old, pod, _| on_update.pod_updated(old, pod))
                 .on_delete(move |deleted| {
-                    a_delete.lock().remove(&deleted.key());
-                    u_delete.lock().remove(&deleted.key());
-                    if node_name(deleted.object()).is_some() {
-                        retry_on_delete();
+                    let key = deleted.key();
+                    on_delete.assumed.lock().remove(&key);
+                    on_delete.parked.lock().forget(&key);
+                    if let Some(node) = node_name(deleted.object())
+                        && !is_finished(deleted.object())
+                    {
+                        on_delete.node_freed(node);
                     }
                 }),
         )?;
-        let retry_on_add = retry_all.clone();
-        let node_names: Arc<Mutex<Option<Arc<[String]>>>> = Arc::default();
-        let (names_added, names_deleted) = (node_names.clone(), node_names.clone());
+        let (on_add, on_update, on_delete) = (scheduler.clone(), scheduler.clone(), scheduler.clone());
         nodes.add_event_handler(
             HandlerFns::<DynamicObject>::new()
                 .on_add(move |_, _| {
-                    names_added.lock().take();
-                    retry_on_add();
+                    on_add.node_names.lock().take();
+                    on_add.retry_all();
                 })
                 .on_update(move |old, new, _| {
                     if schedulable_view(old) != schedulable_view(new) {
-                        retry_all();
+                        on_update.retry_all();
                     }
                 })
                 .on_delete(move |_| {
-                    names_deleted.lock().take();
+                    on_delete.node_names.lock().take();
                 }),
         )?;
-        let scheduler = Arc::new(Scheduler {
-            client,
-            pods: pods.store(),
-            nodes: nodes.store(),
-            assumed,
-            unschedulable,
-            node_names,
-            next_start: std::sync::atomic::AtomicUsize::new(0),
-        });
         let decide = Arc::new(tokio::sync::Mutex::new(()));
         let sync = Arc::new(move |key: String| {
             let (scheduler, decide) = (scheduler.clone(), decide.clone());
@@ -140,43 +140,113 @@ impl Scheduler {
         Ok(Workers { name: "scheduler", queue, sync })
     }
 
+    /// A pod changed. An unbound one is queued unless it is parked and the change is one
+    /// kube's queue ignores (its status, its resourceVersion: the scheduler's own Unschedulable
+    /// report among them), so a parked pod waits for a move. A bound one that finished leaves
+    /// its node, as a deleted one does (kube-scheduler does not see finished pods).
+    fn pod_updated(&self, old: &DynamicObject, pod: &DynamicObject) {
+        if let Some(node) = node_name(pod) {
+            self.assumed.lock().remove(&pod.key());
+            if node_name(old) == Some(node) && !is_finished(old) && is_finished(pod) {
+                self.node_freed(node);
+            }
+            return;
+        }
+        if !needs_scheduling(pod) {
+            self.parked.lock().forget(&pod.key());
+            return;
+        }
+        let key = pod.key();
+        if self.parked.lock().holds(&key) && scheduling_view(old) == scheduling_view(pod) {
+            return;
+        }
+        self.queue.add(key);
+    }
+
+    /// A bound pod left `node` (deleted, or finished): the parked pods that fit there now,
+    /// oldest first, as many as it has room for, are tried again. kube-scheduler's
+    /// NodeResourcesFit hint queues every pod it rejected on any such event and lets backoff
+    /// pace them; here only the one node that changed is read, so a rollout that deletes pods
+    /// one by one does not filter thousands of parked pods against every node per deletion
+    /// (a pod that fits no other node still fits none: only this node's count went down).
+    fn node_freed(&self, node_name: &str) {
+        let Some(node) = self.nodes.get(node_name) else {
+            self.parked.lock().take_in_order(|_| parked::Take::Stop);
+            return;
+        };
+        let mut load = self.load(node_name);
+        let moved = self.parked.lock().take_in_order(|key| {
+            let Some(pod) = self.pods.get(key).filter(|pod| needs_scheduling(pod)) else {
+                return parked::Take::Forget;
+            };
+            match fit(&pod, &node, load) {
+                Ok(()) => {
+                    load += 1;
+                    parked::Take::Move
+                }
+                Err(TOO_MANY_PODS) => parked::Take::Stop,
+                Err(_) => parked::Take::Keep,
+            }
+        });
+        for key in moved {
+            self.queue.add(key);
+        }
+    }
+
+    /// A node came or changed how pods fit it: every parked pod is tried again.
+    fn retry_all(&self) {
+        for key in self.parked.lock().take_all() {
+            self.queue.add(key);
+        }
+    }
+
+    /// The pods on `node` and those assumed onto it.
+    fn load(&self, node: &str) -> usize {
+        let assumed = self.assumed_per_node();
+        self.pods.index_len(NODE_INDEX, node).unwrap_or(0) + assumed.get(node).copied().unwrap_or(0)
+    }
+
     /// Binds the pod to a node, or records why it fits nowhere.
     async fn schedule(&self, key: &str, decide: &tokio::sync::Mutex<()>) -> anyhow::Result<Option<Duration>> {
-        let Some(pod) = self.pods.get(key) else {
-            self.unschedulable.lock().remove(key);
+        let Some(pod) = self.pods.get(key).filter(|pod| needs_scheduling(pod)) else {
+            self.parked.lock().forget(key);
             return Ok(None);
         };
-        if !needs_scheduling(&pod) {
-            self.unschedulable.lock().remove(key);
-            return Ok(None);
-        }
         let names = self.node_names();
-        if names.is_empty() {
-            // Waits for the first node.
-            self.unschedulable.lock().insert(key.to_owned());
-            return Ok(None);
-        }
         let choice = {
             let _one_at_a_time = decide.lock().await;
-            let choice = self.choose(&pod, &names);
-            if let Ok(node) = &choice {
-                self.assumed.lock().insert(key.to_owned(), node.clone());
+            let cycle = self.parked.lock().cycle();
+            let choice = if names.is_empty() {
+                // Waits for the first node.
+                Err(None)
+            } else {
+                self.choose(&pod, &names).map_err(Some)
+            };
+            match &choice {
+                Ok(node) => {
+                    self.parked.lock().forget(key);
+                    self.assumed.lock().insert(key.to_owned(), node.clone());
+                    Ok(node.clone())
+                }
+                Err(message) => Err((message.clone(), self.parked.lock().failed(key, cycle))),
             }
-            choice
         };
         match choice {
             Ok(node) => {
-                self.unschedulable.lock().remove(key);
                 let bound = self.bind(&pod, &node).await;
                 if bound.is_err() {
                     self.assumed.lock().remove(key);
                 }
                 bound.map(|()| None)
             }
-            Err(message) => {
-                self.unschedulable.lock().insert(key.to_owned());
-                self.report_unschedulable(&pod, &message).await?;
-                Ok(Some(RETRY_UNSCHEDULABLE))
+            Err((message, failed)) => {
+                if let Some(message) = message {
+                    self.report_unschedulable(&pod, &message).await?;
+                }
+                Ok(Some(match failed {
+                    Failed::Parked => RETRY_UNSCHEDULABLE,
+                    Failed::Backoff(backoff) => backoff,
+                }))
             }
         }
     }
@@ -279,24 +349,29 @@ impl Scheduler {
     }
 }
 
-/// Queues every pod that fit nowhere at its last try.
-fn retry(queue: &Queue, unschedulable: &Mutex<HashSet<String>>) {
-    for key in unschedulable.lock().iter() {
-        queue.add(key.clone());
-    }
-}
-
 /// Whether the pod waits for this scheduler.
 fn needs_scheduling(pod: &DynamicObject) -> bool {
     let scheduler = pod.pointer("/spec/schedulerName").and_then(Value::as_str).unwrap_or("");
     node_name(pod).is_none()
         && (scheduler.is_empty() || scheduler == DEFAULT_SCHEDULER)
         && !common::is_deleting(pod)
-        && !matches!(phase(pod), "Succeeded" | "Failed")
+        && !is_finished(pod)
 }
 
 fn node_name(pod: &DynamicObject) -> Option<&str> {
     pod.pointer("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty())
+}
+
+/// Whether the pod has finished: it holds no place on its node any more.
+fn is_finished(pod: &DynamicObject) -> bool {
+    matches!(phase(pod), "Succeeded" | "Failed")
+}
+
+/// What of a pod kube's queue compares to decide that an update to a parked pod is worth a
+/// try (its `isPodUpdated`: all but the status, resourceVersion, generation, managedFields and
+/// finalizers; here, what this scheduler reads).
+fn scheduling_view(pod: &DynamicObject) -> (Option<&Value>, Option<&Value>, Option<&Value>) {
+    (pod.pointer("/spec"), pod.pointer("/metadata/labels"), pod.pointer("/metadata/deletionTimestamp"))
 }
 
 fn phase(pod: &DynamicObject) -> &str {
@@ -313,6 +388,9 @@ fn schedulable_view(node: &DynamicObject) -> (Option<&Value>, Option<&Value>, Op
     )
 }
 
+/// The capacity filter's reason, the one a freed slot can change.
+const TOO_MANY_PODS: &str = "Too many pods";
+
 /// Whether `pod` fits on `node`, which holds `pods` already; else the filter's reason, in
 /// kube's words.
 fn fit(pod: &DynamicObject, node: &DynamicObject, pods: usize) -> Result<(), &'static str> {
@@ -320,11 +398,11 @@ fn fit(pod: &DynamicObject, node: &DynamicObject, pods: usize) -> Result<(), &'s
         return Err("node(s) were unschedulable");
     }
     let mut node_taints = taints::of_node(node);
-    let not_ready = json!({"key": taints::NOT_READY, "effect": "NoSchedule"});
+    static NOT_READY: LazyLock<Value> = LazyLock::new(|| json!({"key": taints::NOT_READY, "effect": "NoSchedule"}));
     if common::condition_status(node, "Ready") != Some("True")
         && !node_taints.iter().any(|t| matches!(taints::key(t), taints::NOT_READY | taints::UNREACHABLE))
     {
-        node_taints.push(&not_ready);
+        node_taints.push(&NOT_READY);
     }
     if let Some(taint) = taints::untolerated(pod, &node_taints) {
         // kube names the taint; the reasons here are static, so the two kube taints are.
@@ -343,7 +421,7 @@ fn fit(pod: &DynamicObject, node: &DynamicObject, pods: usize) -> Result<(), &'s
         .and_then(|v| v.as_str().and_then(|s| s.parse().ok()).or_else(|| v.as_u64()))
         .unwrap_or(110);
     if pods as u64 >= capacity {
-        return Err("Too many pods");
+        return Err(TOO_MANY_PODS);
     }
     Ok(())
 }
@@ -377,6 +455,70 @@ mod tests {
             Err("node(s) didn't match Pod's node affinity/selector")
         );
         assert!(fit(&pod, &node("a", json!({"disk": "ssd"}), "Unknown"), 0).unwrap_err().contains("not-ready"));
+    }
+
+    fn pod(name: &str, node: Option<&str>, phase: &str, selector: Value) -> Arc<DynamicObject> {
+        Arc::new(DynamicObject::new(json!({"metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": node, "nodeSelector": selector}, "status": {"phase": phase}})))
+    }
+
+    /// A scheduler over node "a" (room for 2, holding p1 and p2) with q1 (a selector "a" does
+    /// not match), q2, q3 and q4 parked in that order.
+    fn full_node() -> Scheduler {
+        let pods = Store::new();
+        pods.add_indexer(NODE_INDEX, common::pods_by_node()).unwrap();
+        let nodes = Store::new();
+        nodes.insert(Arc::new(node("a", json!({}), "True")));
+        let client = Client::new(listwatch_client::Config::new("http://127.0.0.1:1")).unwrap();
+        let scheduler = Scheduler::new(client, common::queue("test"), pods, nodes);
+        for bound in ["p1", "p2"] {
+            scheduler.pods.insert(pod(bound, Some("a"), "Running", json!({})));
+        }
+        scheduler.pods.insert(pod("q1", None, "Pending", json!({"disk": "ssd"})));
+        for waiting in ["q2", "q3", "q4"] {
+            scheduler.pods.insert(pod(waiting, None, "Pending", json!({})));
+        }
+        let mut parked = scheduler.parked.lock();
+        for key in ["default/q1", "default/q2", "default/q3", "default/q4"] {
+            let cycle = parked.cycle();
+            assert_eq!(parked.failed(key, cycle), Failed::Parked);
+        }
+        drop(parked);
+        scheduler
+    }
+
+    #[tokio::test]
+    async fn a_bound_pod_leaving_moves_the_oldest_parked_pods_that_fit_its_place() {
+        let scheduler = full_node();
+        let p1 = scheduler.pods.remove("default/p1").unwrap();
+        // What the pod informer's delete handler does.
+        scheduler.node_freed(node_name(&p1).unwrap());
+        assert_eq!(scheduler.queue.len(), 1);
+        let parked = scheduler.parked.lock();
+        assert!(parked.contains("default/q1"), "q1 does not fit node a");
+        assert!(!parked.contains("default/q2"), "q2 fits the freed place");
+        assert!(parked.contains("default/q3") && parked.contains("default/q4"), "one place, one pod");
+    }
+
+    #[tokio::test]
+    async fn a_bound_pod_that_finishes_frees_its_place_and_a_status_report_queues_nothing() {
+        let scheduler = full_node();
+        let q3 = scheduler.pods.get("default/q3").unwrap();
+        let mut reported = (*q3).clone();
+        *reported.0.pointer_mut("/status").unwrap() = json!({"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]});
+        scheduler.pod_updated(&q3, &reported);
+        assert_eq!(scheduler.queue.len(), 0, "a parked pod's own status changed nothing the scheduler reads");
+        let running = scheduler.pods.get("default/p2").unwrap();
+        let done = pod("p2", Some("a"), "Succeeded", json!({}));
+        scheduler.pods.insert(done.clone());
+        scheduler.pod_updated(&running, &done);
+        assert_eq!(scheduler.queue.len(), 1);
+        assert!(!scheduler.parked.lock().contains("default/q2"));
+        let mut respecified = (*q3).clone();
+        *respecified.0.pointer_mut("/spec/nodeSelector").unwrap() = json!({"disk": "hdd"});
+        scheduler.pod_updated(&q3, &respecified);
+        assert_eq!(scheduler.queue.len(), 2, "a parked pod whose spec changed is tried again");
     }
 
     #[test]
