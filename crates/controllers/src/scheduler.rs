@@ -14,15 +14,16 @@
 //! preemption: ...") and is parked, as kube-scheduler parks it ([`parked`]): it is tried
 //! again when a node comes or changes in a way that matters (every parked pod), when a bound
 //! pod leaves a node (the parked pods that fit that node, as many as it has room for), when
-//! its own spec changes, and after five minutes. A failure that overlapped such a change backs
-//! off (1 s, doubled per attempt, at most 10 s) instead of parking. With no nodes at all the
+//! its own spec changes, and after five minutes. A failure that overlapped such a change (one
+//! that could make the pod fit) backs off (1 s, doubled per attempt, at most 10 s) instead of
+//! parking. With no nodes at all the
 //! scheduler waits (the stand-in kubelet then runs pods unbound, as before nodes existed).
 //!
 //! Decisions are serialized (kube schedules one pod at a time) and each binding is "assumed"
 //! until the informer shows it, so pods bound in a burst spread as the counts say.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt as _;
@@ -55,9 +56,10 @@ pub struct Scheduler {
     assumed: Mutex<HashMap<String, String>>,
     /// Pods that fit nowhere at their last try.
     parked: Mutex<Parked>,
-    /// The nodes' names, read once from their JSON and kept until a node is added or deleted
-    /// (a name never changes): ranking the nodes for each pod reads only the pod index.
-    node_names: Mutex<Option<Arc<[String]>>>,
+    /// What the filters read of every node, taken from their JSON when a node comes, goes or
+    /// changes how pods fit it (kube-scheduler's cache snapshot of `NodeInfo`s): ranking and
+    /// filtering a pod against every node then reads no JSON but the pod's.
+    node_infos: Mutex<Option<Arc<[NodeInfo]>>>,
     /// Where the next pod's look at the nodes starts (kube's `nextStartNodeIndex`).
     next_start: std::sync::atomic::AtomicUsize,
 }
@@ -84,7 +86,7 @@ impl Scheduler {
             nodes,
             assumed: Mutex::default(),
             parked: Mutex::default(),
-            node_names: Mutex::default(),
+            node_infos: Mutex::default(),
             next_start: std::sync::atomic::AtomicUsize::new(0),
         }
     }
@@ -120,16 +122,17 @@ impl Scheduler {
         nodes.add_event_handler(
             HandlerFns::<DynamicObject>::new()
                 .on_add(move |_, _| {
-                    on_add.node_names.lock().take();
+                    on_add.node_infos.lock().take();
                     on_add.retry_all();
                 })
                 .on_update(move |old, new, _| {
                     if schedulable_view(old) != schedulable_view(new) {
+                        on_update.node_infos.lock().take();
                         on_update.retry_all();
                     }
                 })
                 .on_delete(move |_| {
-                    on_delete.node_names.lock().take();
+                    on_delete.node_infos.lock().take();
                 }),
         )?;
         let decide = Arc::new(tokio::sync::Mutex::new(()));
@@ -170,12 +173,12 @@ impl Scheduler {
     /// one by one does not filter thousands of parked pods against every node per deletion
     /// (a pod that fits no other node still fits none: only this node's count went down).
     fn node_freed(&self, node_name: &str) {
-        let Some(node) = self.nodes.get(node_name) else {
-            self.parked.lock().take_in_order(|_| parked::Take::Stop);
+        let Some(node) = self.nodes.get(node_name).map(|node| NodeInfo::of(&node)) else {
+            self.parked.lock().take_in_order(node_name, |_| parked::Take::Stop);
             return;
         };
         let mut load = self.load(node_name);
-        let moved = self.parked.lock().take_in_order(|key| {
+        let moved = self.parked.lock().take_in_order(node_name, |key| {
             let Some(pod) = self.pods.get(key).filter(|pod| needs_scheduling(pod)) else {
                 return parked::Take::Forget;
             };
@@ -212,15 +215,15 @@ impl Scheduler {
             self.parked.lock().forget(key);
             return Ok(None);
         };
-        let names = self.node_names();
+        let nodes = self.node_infos();
         let choice = {
             let _one_at_a_time = decide.lock().await;
             let cycle = self.parked.lock().cycle();
-            let choice = if names.is_empty() {
+            let choice = if nodes.is_empty() {
                 // Waits for the first node.
                 Err(None)
             } else {
-                self.choose(&pod, &names).map_err(Some)
+                self.choose(&pod, &nodes).map_err(Some)
             };
             match &choice {
                 Ok(node) => {
@@ -228,7 +231,14 @@ impl Scheduler {
                     self.assumed.lock().insert(key.to_owned(), node.clone());
                     Ok(node.clone())
                 }
-                Err(message) => Err((message.clone(), self.parked.lock().failed(key, cycle))),
+                Err(message) => {
+                    let fits_now = |node: &str| {
+                        self.nodes
+                            .get(node)
+                            .is_some_and(|node| fit(&pod, &NodeInfo::of(&node), self.load(node.name())).is_ok())
+                    };
+                    Err((message.clone(), self.parked.lock().failed(key, cycle, fits_now)))
+                }
             }
         };
         match choice {
@@ -254,48 +264,43 @@ impl Scheduler {
     /// The node for `pod`, or kube's message of why none fits.
     ///
     /// Nodes are tried fewest pods first (ties by name), so the first that fits is the answer
-    /// and the filters, which read each node's JSON, run on one node in the common case rather
-    /// than on every node for every pod (at 1,000 nodes and 100,000 pods that scan was most of
-    /// the server's CPU). The least loaded of the nodes kube would look at
-    /// ([`nodes_to_look_at`]) is found in one pass over their names and the pod index, and tried
-    /// alone; only when it does not fit are all the nodes read and sorted (at 5,000 nodes,
-    /// reading every node's name from its JSON and sorting them for each pod was a third of
-    /// the server's CPU and held the one-at-a-time scheduler to 80 pods a second), and only
-    /// when nothing fits are all of them filtered, for the message.
-    fn choose(&self, pod: &DynamicObject, names: &[String]) -> Result<String, String> {
+    /// and the filters run on one node in the common case rather than on every node for every
+    /// pod (at 1,000 nodes and 100,000 pods that scan was most of the server's CPU). The least
+    /// loaded of the nodes kube would look at ([`nodes_to_look_at`]) is found in one pass over
+    /// them and the pod index, and tried alone; only when it does not fit are all the nodes
+    /// sorted (at 5,000 nodes, sorting them for each pod held the one-at-a-time scheduler to
+    /// 80 pods a second), and only when nothing fits are all of them filtered, for the message.
+    fn choose(&self, pod: &DynamicObject, nodes: &[NodeInfo]) -> Result<String, String> {
         use std::sync::atomic::Ordering;
         let pending = self.assumed_per_node();
         let load =
             |name: &str| self.pods.index_len(NODE_INDEX, name).unwrap_or(0) + pending.get(name).copied().unwrap_or(0);
-        let look_at = nodes_to_look_at(names.len());
-        let start = self.next_start.load(Ordering::Relaxed) % names.len().max(1);
-        self.next_start.store((start + look_at) % names.len().max(1), Ordering::Relaxed);
-        let window = names.iter().cycle().skip(start).take(look_at);
-        let least = window.map(|name| (load(name), name)).min();
-        if let Some((count, name)) = least
-            && let Some(node) = self.nodes.get(name)
-            && fit(pod, &node, count).is_ok()
+        let look_at = nodes_to_look_at(nodes.len());
+        let start = self.next_start.load(Ordering::Relaxed) % nodes.len().max(1);
+        self.next_start.store((start + look_at) % nodes.len().max(1), Ordering::Relaxed);
+        let window = nodes.iter().cycle().skip(start).take(look_at);
+        let least = window.map(|node| (load(&node.name), node)).min_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
+        if let Some((count, node)) = least
+            && fit(pod, node, count).is_ok()
         {
-            return Ok(name.clone());
+            return Ok(node.name.clone());
         }
-        let nodes = self.nodes.list();
-        let mut ranked: Vec<(usize, &str, &DynamicObject)> =
-            nodes.iter().map(|node| (load(node.name()), node.name(), node.as_ref())).collect();
-        ranked.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        let mut ranked: Vec<(usize, &NodeInfo)> = nodes.iter().map(|node| (load(&node.name), node)).collect();
+        ranked.sort_unstable_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
         let mut reasons: HashMap<&'static str, usize> = HashMap::new();
-        for (count, name, node) in ranked {
+        for (count, node) in ranked {
             match fit(pod, node, count) {
-                Ok(()) => return Ok(name.to_owned()),
+                Ok(()) => return Ok(node.name.clone()),
                 Err(reason) => *reasons.entry(reason).or_default() += 1,
             }
         }
         Err(unschedulable_message(nodes.len(), &reasons))
     }
 
-    /// The nodes' names (see `node_names`), read from the cache when a node came or went.
-    fn node_names(&self) -> Arc<[String]> {
-        let mut names = self.node_names.lock();
-        names.get_or_insert_with(|| self.nodes.list().iter().map(|n| n.name().to_owned()).collect()).clone()
+    /// Every node's [`NodeInfo`] (see `node_infos`), read from the cache after a change.
+    fn node_infos(&self) -> Arc<[NodeInfo]> {
+        let mut infos = self.node_infos.lock();
+        infos.get_or_insert_with(|| self.nodes.list().iter().map(|node| NodeInfo::of(node)).collect()).clone()
     }
 
     /// Per node, the pods assumed onto it that the cache does not show bound yet.
@@ -391,19 +396,51 @@ fn schedulable_view(node: &DynamicObject) -> (Option<&Value>, Option<&Value>, Op
 /// The capacity filter's reason, the one a freed slot can change.
 const TOO_MANY_PODS: &str = "Too many pods";
 
+/// What the filters read of a node.
+#[derive(Debug)]
+struct NodeInfo {
+    name: String,
+    unschedulable: bool,
+    /// Its NoSchedule and NoExecute taints, with `node.kubernetes.io/not-ready` added when
+    /// the node is not reported Ready and carries neither that taint nor the unreachable one.
+    taints: Vec<Value>,
+    labels: serde_json::Map<String, Value>,
+    /// Its allocatable `pods` (110 when it says nothing).
+    capacity: u64,
+}
+
+impl NodeInfo {
+    fn of(node: &DynamicObject) -> NodeInfo {
+        let mut taints: Vec<Value> = taints::of_node(node)
+            .into_iter()
+            .filter(|t| matches!(taints::effect(t), "NoSchedule" | "NoExecute"))
+            .cloned()
+            .collect();
+        if common::condition_status(node, "Ready") != Some("True")
+            && !taints.iter().any(|t| matches!(taints::key(t), taints::NOT_READY | taints::UNREACHABLE))
+        {
+            taints.push(json!({"key": taints::NOT_READY, "effect": "NoSchedule"}));
+        }
+        NodeInfo {
+            name: node.name().to_owned(),
+            unschedulable: node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true),
+            taints,
+            labels: node.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default(),
+            capacity: node
+                .pointer("/status/allocatable/pods")
+                .and_then(|v| v.as_str().and_then(|s| s.parse().ok()).or_else(|| v.as_u64()))
+                .unwrap_or(110),
+        }
+    }
+}
+
 /// Whether `pod` fits on `node`, which holds `pods` already; else the filter's reason, in
 /// kube's words.
-fn fit(pod: &DynamicObject, node: &DynamicObject, pods: usize) -> Result<(), &'static str> {
-    if node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+fn fit(pod: &DynamicObject, node: &NodeInfo, pods: usize) -> Result<(), &'static str> {
+    if node.unschedulable {
         return Err("node(s) were unschedulable");
     }
-    let mut node_taints = taints::of_node(node);
-    static NOT_READY: LazyLock<Value> = LazyLock::new(|| json!({"key": taints::NOT_READY, "effect": "NoSchedule"}));
-    if common::condition_status(node, "Ready") != Some("True")
-        && !node_taints.iter().any(|t| matches!(taints::key(t), taints::NOT_READY | taints::UNREACHABLE))
-    {
-        node_taints.push(&NOT_READY);
-    }
+    let node_taints: Vec<&Value> = node.taints.iter().collect();
     if let Some(taint) = taints::untolerated(pod, &node_taints) {
         // kube names the taint; the reasons here are static, so the two kube taints are.
         return Err(match taints::key(taint) {
@@ -413,14 +450,10 @@ fn fit(pod: &DynamicObject, node: &DynamicObject, pods: usize) -> Result<(), &'s
         });
     }
     let selector = pod.pointer("/spec/nodeSelector").and_then(Value::as_object);
-    if selector.into_iter().flatten().any(|(k, v)| node.label(k) != v.as_str()) {
+    if selector.into_iter().flatten().any(|(k, v)| node.labels.get(k).and_then(Value::as_str) != v.as_str()) {
         return Err("node(s) didn't match Pod's node affinity/selector");
     }
-    let capacity = node
-        .pointer("/status/allocatable/pods")
-        .and_then(|v| v.as_str().and_then(|s| s.parse().ok()).or_else(|| v.as_u64()))
-        .unwrap_or(110);
-    if pods as u64 >= capacity {
+    if pods as u64 >= node.capacity {
         return Err(TOO_MANY_PODS);
     }
     Ok(())
@@ -445,16 +478,20 @@ mod tests {
             "status": {"allocatable": {"pods": "2"}, "conditions": [{"type": "Ready", "status": ready}]}}))
     }
 
+    fn info(name: &str, labels: Value, ready: &str) -> NodeInfo {
+        NodeInfo::of(&node(name, labels, ready))
+    }
+
     #[test]
     fn a_pod_fits_a_ready_node_with_room_and_matching_labels() {
         let pod = DynamicObject::new(json!({"spec": {"nodeSelector": {"disk": "ssd"}}}));
-        assert_eq!(fit(&pod, &node("a", json!({"disk": "ssd"}), "True"), 1), Ok(()));
-        assert_eq!(fit(&pod, &node("a", json!({"disk": "ssd"}), "True"), 2), Err("Too many pods"));
+        assert_eq!(fit(&pod, &info("a", json!({"disk": "ssd"}), "True"), 1), Ok(()));
+        assert_eq!(fit(&pod, &info("a", json!({"disk": "ssd"}), "True"), 2), Err("Too many pods"));
         assert_eq!(
-            fit(&pod, &node("a", json!({}), "True"), 0),
+            fit(&pod, &info("a", json!({}), "True"), 0),
             Err("node(s) didn't match Pod's node affinity/selector")
         );
-        assert!(fit(&pod, &node("a", json!({"disk": "ssd"}), "Unknown"), 0).unwrap_err().contains("not-ready"));
+        assert!(fit(&pod, &info("a", json!({"disk": "ssd"}), "Unknown"), 0).unwrap_err().contains("not-ready"));
     }
 
     fn pod(name: &str, node: Option<&str>, phase: &str, selector: Value) -> Arc<DynamicObject> {
@@ -481,7 +518,7 @@ mod tests {
         let mut parked = scheduler.parked.lock();
         for key in ["default/q1", "default/q2", "default/q3", "default/q4"] {
             let cycle = parked.cycle();
-            assert_eq!(parked.failed(key, cycle), Failed::Parked);
+            assert_eq!(parked.failed(key, cycle, |_| true), Failed::Parked);
         }
         drop(parked);
         scheduler

@@ -5,19 +5,25 @@
 //!   node comes or changes, a bound pod leaves its node). A pod whose failed attempt overlapped
 //!   a move was judged against a cluster that has changed since, so it is not parked but tried
 //!   again after its backoff (kube's `moveRequestCycle` and `podBackoffQ`): a slot freed while
-//!   the pod was being filtered is not missed until the periodic retry.
+//!   the pod was being filtered is not missed until the periodic retry. Unlike kube, the nodes
+//!   freed are kept with their cycles, and an overlap by them counts only if the pod fits one
+//!   of those nodes now: in a rollout, where pods leave nodes many times a second, nearly every
+//!   attempt overlaps some move, and kube's rule would keep every waiting pod cycling through
+//!   the 10 s backoff instead of parked.
 //! * Per pod, its failed **attempts**, for kube's backoff: 1 s, doubled per attempt, at most
 //!   10 s (`podInitialBackoffSeconds`, `podMaxBackoffSeconds`).
 //!
 //! Keys only: the pods themselves are read from the informer's cache when they are moved.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 /// kube-scheduler's `podInitialBackoffSeconds`.
 const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
 /// kube-scheduler's `podMaxBackoffSeconds`.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// How many freed nodes are remembered; an attempt older than the oldest counts as overlapping.
+const FREED_KEPT: usize = 4096;
 
 /// What [`Parked::take_in_order`] does with one parked pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +61,12 @@ pub(super) struct Parked {
     backing_off: HashSet<String>,
     /// Bumped by every move.
     cycle: u64,
+    /// The cycle of the last move that may have changed every node.
+    all_moved: u64,
+    /// The nodes freed by the last moves, with their cycles, oldest first.
+    freed: VecDeque<(u64, String)>,
+    /// The cycle of the newest freed node no longer kept.
+    freed_forgotten: u64,
 }
 
 impl Parked {
@@ -64,13 +76,17 @@ impl Parked {
     }
 
     /// Records a failed attempt that started at `cycle`: parks the pod (at the back) unless a
-    /// move happened since, in which case the pod is tried again after its backoff.
-    pub(super) fn failed(&mut self, key: &str, cycle: u64) -> Failed {
+    /// move since may have made it fit — one that may have changed every node, or a node freed
+    /// since that `fits_now` — in which case the pod is tried again after its backoff.
+    pub(super) fn failed(&mut self, key: &str, cycle: u64, mut fits_now: impl FnMut(&str) -> bool) -> Failed {
         let attempts = self.attempts.entry(key.to_owned()).or_default();
         *attempts = attempts.saturating_add(1);
         let backoff = backoff(*attempts);
         self.unpark(key);
-        if cycle != self.cycle {
+        let overlapped = self.all_moved > cycle
+            || self.freed_forgotten > cycle
+            || self.freed.iter().rev().take_while(|(moved, _)| *moved > cycle).any(|(_, node)| fits_now(node));
+        if overlapped {
             self.backing_off.insert(key.to_owned());
             return Failed::Backoff(backoff);
         }
@@ -103,14 +119,21 @@ impl Parked {
     /// A move that may make any parked pod fit: takes every parked key, oldest first.
     pub(super) fn take_all(&mut self) -> Vec<String> {
         self.cycle += 1;
+        self.all_moved = self.cycle;
         self.place.clear();
         std::mem::take(&mut self.order).into_values().collect()
     }
 
-    /// A move that may make some parked pods fit: asks `decide` about each parked key, oldest
-    /// first, and returns the keys it moved.
-    pub(super) fn take_in_order(&mut self, mut decide: impl FnMut(&str) -> Take) -> Vec<String> {
+    /// `node` was freed, which may make some parked pods fit: asks `decide` about each parked
+    /// key, oldest first, and returns the keys it moved.
+    pub(super) fn take_in_order(&mut self, node: &str, mut decide: impl FnMut(&str) -> Take) -> Vec<String> {
         self.cycle += 1;
+        if self.freed.len() == FREED_KEPT
+            && let Some((forgotten, _)) = self.freed.pop_front()
+        {
+            self.freed_forgotten = forgotten;
+        }
+        self.freed.push_back((self.cycle, node.to_owned()));
         let mut moved = Vec::new();
         let mut forgotten = Vec::new();
         for (&at, key) in &self.order {
@@ -153,7 +176,7 @@ mod tests {
     fn parked(keys: &[&str]) -> Parked {
         let mut parked = Parked::default();
         for key in keys {
-            assert_eq!(parked.failed(key, parked.cycle()), Failed::Parked);
+            assert_eq!(parked.failed(key, parked.cycle(), |_| true), Failed::Parked);
         }
         parked
     }
@@ -161,32 +184,52 @@ mod tests {
     #[test]
     fn pods_leave_oldest_first_and_a_retried_pod_goes_to_the_back() {
         let mut parked = parked(&["a", "b", "c"]);
-        assert_eq!(parked.failed("a", parked.cycle()), Failed::Parked);
+        assert_eq!(parked.failed("a", parked.cycle(), |_| true), Failed::Parked);
         assert_eq!(parked.take_all(), ["b", "c", "a"]);
         assert!(parked.take_all().is_empty());
     }
 
     #[test]
-    fn a_failure_that_overlapped_a_move_backs_off_as_kube_does() {
+    fn a_failure_that_overlapped_a_move_that_may_fit_it_backs_off_as_kube_does() {
         let mut parked = parked(&["a"]);
         let started = parked.cycle();
-        parked.take_in_order(|_| Take::Keep);
-        // "a" failed once already: its second attempt backs off 2 s.
-        assert_eq!(parked.failed("a", started), Failed::Backoff(Duration::from_secs(2)));
+        parked.take_in_order("node-1", |_| Take::Keep);
+        // node-1 was freed during the attempt but the pod does not fit it: parked.
+        assert_eq!(parked.failed("a", started, |node| node != "node-1"), Failed::Parked);
+        // It fits: "a" failed twice already, so its third attempt backs off 4 s.
+        assert_eq!(parked.failed("a", started, |node| node == "node-1"), Failed::Backoff(Duration::from_secs(4)));
         assert!(!parked.contains("a") && parked.holds("a"), "a pod in backoff is held, not parked");
+        assert_eq!(parked.failed("a", parked.cycle(), |_| true), Failed::Parked, "no move since: parked");
+        let started = parked.cycle();
+        parked.take_all();
         for _ in 0..10 {
-            parked.failed("a", started);
+            parked.failed("a", started, |_| false);
         }
-        assert_eq!(parked.failed("a", started), Failed::Backoff(MAX_BACKOFF));
+        assert_eq!(parked.failed("a", started, |_| false), Failed::Backoff(MAX_BACKOFF), "every node may have changed");
         parked.forget("a");
         assert!(!parked.holds("a"));
-        assert_eq!(parked.failed("a", started), Failed::Backoff(INITIAL_BACKOFF), "forgetting resets the attempts");
+        assert_eq!(
+            parked.failed("a", started, |_| false),
+            Failed::Backoff(INITIAL_BACKOFF),
+            "forgetting resets the attempts"
+        );
+    }
+
+    #[test]
+    fn an_attempt_older_than_the_freed_nodes_kept_counts_as_overlapped() {
+        let mut parked = Parked::default();
+        let started = parked.cycle();
+        for _ in 0..=FREED_KEPT {
+            parked.take_in_order("node-1", |_| Take::Keep);
+        }
+        assert!(matches!(parked.failed("a", started, |_| false), Failed::Backoff(_)));
+        assert_eq!(parked.failed("a", parked.cycle() - 1, |_| false), Failed::Parked);
     }
 
     #[test]
     fn take_in_order_moves_keeps_forgets_and_stops() {
         let mut parked = parked(&["a", "b", "c", "d", "e"]);
-        let moved = parked.take_in_order(|key| match key {
+        let moved = parked.take_in_order("node-1", |key| match key {
             "a" => Take::Keep,
             "b" => Take::Forget,
             "c" => Take::Move,
