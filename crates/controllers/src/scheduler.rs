@@ -11,7 +11,7 @@
 //!
 //! A pod that fits nowhere gets `PodScheduled=False`, reason `Unschedulable`, with kube's
 //! message ("0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.
-//! preemption: ...") and is parked, as kube-scheduler parks it ([`parked`]): it is tried
+//! preemption: ...") and is parked, as kube-scheduler parks it (`scheduler/parked.rs`): it is tried
 //! again when a node comes or changes in a way that matters (every parked pod), when a bound
 //! pod leaves a node (the parked pods that fit that node, as many as it has room for), when
 //! its own spec changes, and after five minutes. A failure that overlapped such a change (one
