@@ -29,6 +29,21 @@ if ! command -v protoc >/dev/null 2>&1 || [ ! -f /usr/include/google/protobuf/de
     listwatch_apt_install protobuf-compiler libprotobuf-dev
 fi
 
+# Crates bake their checkout's path in (env!("CARGO_MANIFEST_DIR") finds scripts/ and fixtures),
+# and cargo keeps a crate's artifacts when its sources are older than them, whichever checkout
+# built them: a clone whose files predate the cache's last build from another clone (CI's, say)
+# would run tests that look for scripts in that other clone. When the cache was last built from
+# another checkout, this one's Rust sources are marked changed, so its own crates are rebuilt
+# (dependencies stay cached).
+listwatch_checkout=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+listwatch_checkout_stamp="$CARGO_TARGET_DIR/.listwatch-checkout"
+if [ -d "$CARGO_TARGET_DIR" ] && [ "$(cat "$listwatch_checkout_stamp" 2>/dev/null)" != "$listwatch_checkout" ]; then
+    echo "setup.sh: the build cache was last built from another checkout; rebuilding this one's crates" >&2
+    (cd "$listwatch_checkout" && find src crates tests benches -name '*.rs' -exec touch {} + 2>/dev/null) || true
+fi
+mkdir -p "$CARGO_TARGET_DIR"
+echo "$listwatch_checkout" >"$listwatch_checkout_stamp"
+
 # The build cache outlives clones, and cargo's incremental state only grows (a full build of the
 # workspace leaves several GiB of it). When the disk under the cache runs low, drop that state
 # before building rather than fail half-way with "No space left on device"; it is only a speed-up.
