@@ -9,6 +9,9 @@ use super::record::StreamEnd;
 
 /// At most this many changes are named in a finding.
 const CHANGES_NAMED: usize = 8;
+/// client-go's reflector takes a watch that ended sooner than this with no event for an error
+/// ("very short watch") and relists.
+const VERY_SHORT_WATCH_MS: u64 = 1000;
 
 impl Walk<'_> {
     /// The resume rules for a watch that the server started (`i` was answered 200).
@@ -176,7 +179,8 @@ impl Walk<'_> {
     /// stream ended cleanly (its deadline, or the server closing it), it had been delivered a
     /// point, and no error came since. (After an error, a lost server or a cut, client-go too
     /// relists, by a streaming list when it uses them; kube-rs before 3.0 did it after every
-    /// normal end.)
+    /// normal end.) A stream that ended within a second with nothing written to it is client-go's
+    /// "very short watch", after which its reflector relists: no finding then.
     fn check_full_replay(&mut self, i: usize, delivered: Option<i64>, rewatch: bool) {
         let request = self.requests[i];
         let gone = self.scopes.iter().any(|(scope, state)| covers(scope, &request.scope) && state.gone_since_delivered);
@@ -184,6 +188,14 @@ impl Walk<'_> {
         let Some(state) = self.scopes.get(&request.scope) else { return };
         let clean_end = matches!(state.last_stream, Some((_, _, Some(StreamEnd::Timeout | StreamEnd::ServerClosed))));
         if !rewatch || gone || !clean_end || state.retries.after_error() {
+            return;
+        }
+        if let Some((last, ..)) = state.last_stream
+            && let Some(watch) = &self.requests[last].watch
+            && watch.events == 0
+            && watch.bookmarks == 0
+            && watch.ended_ms.is_some_and(|ended| ended.saturating_sub(self.requests[last].at_ms) < VERY_SHORT_WATCH_MS)
+        {
             return;
         }
         let summary = format!(

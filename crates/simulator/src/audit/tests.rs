@@ -272,6 +272,19 @@ fn a_streaming_list_on_every_reconnect_is_a_full_replay() {
     d.watch("", Some(10), 5_000, StreamEnd::Timeout).last().params.send_initial_events = Some(true);
     d.watch("10", Some(12), 5_000, StreamEnd::Timeout);
     assert_eq!(findings(&d, &history(12)), []);
+    // A resume the server closed 6 ms later with nothing written: client-go's "very short
+    // watch", after which it relists, by a streaming list when it uses them.
+    let mut e = Client::new();
+    e.watch("", Some(10), 5_000, StreamEnd::Timeout).last().params.send_initial_events = Some(true);
+    e.watch("10", Some(10), 6, StreamEnd::ServerClosed);
+    e.after(1_000).watch("", Some(12), 5_000, StreamEnd::Timeout).last().params.send_initial_events = Some(true);
+    assert_eq!(findings(&e, &history(12)), []);
+    // The same, but a second long or an event delivered: it could have resumed.
+    e.requests[1].watch.as_mut().unwrap().ended_ms = Some(e.requests[1].at_ms + 1_000);
+    assert_eq!(findings(&e, &history(12)), [Rule::FullReplay]);
+    e.requests[1].watch.as_mut().unwrap().ended_ms = Some(e.requests[1].at_ms + 6);
+    e.requests[1].watch.as_mut().unwrap().events = 1;
+    assert_eq!(findings(&e, &history(12)), [Rule::FullReplay]);
 }
 
 #[test]
