@@ -11,13 +11,13 @@
 //!
 //! A pod that fits nowhere gets `PodScheduled=False`, reason `Unschedulable`, with kube's
 //! message ("0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.
-//! preemption: ...") and is parked, as kube-scheduler parks it (`scheduler/parked.rs`): it is tried
-//! again when a node comes or changes in a way that matters (every parked pod), when a bound
-//! pod leaves a node (the parked pods that fit that node, as many as it has room for), when
-//! its own spec changes, and after five minutes. A failure that overlapped such a change (one
-//! that could make the pod fit) backs off (1 s, doubled per attempt, at most 10 s) instead of
-//! parking. With no nodes at all the
-//! scheduler waits (the stand-in kubelet then runs pods unbound, as before nodes existed).
+//! preemption: ...") and is parked, as kube-scheduler parks it (`scheduler/parked.rs`): it is
+//! tried again when a node comes or changes in a way that matters (every parked pod), when a
+//! bound pod leaves a node (the parked pods that fit that node, as many as it has room for),
+//! when its own spec changes, and after five minutes. A failure that overlapped such a change
+//! (one that could make the pod fit) backs off (1 s, doubled per attempt, at most 10 s)
+//! instead of parking. With no nodes at all the scheduler waits (the stand-in kubelet then
+//! runs pods unbound, as before nodes existed).
 //!
 //! Decisions are serialized (kube schedules one pod at a time) and each binding is "assumed"
 //! until the informer shows it, so pods bound in a burst spread as the counts say.
@@ -173,10 +173,8 @@ impl Scheduler {
     /// one by one does not filter thousands of parked pods against every node per deletion
     /// (a pod that fits no other node still fits none: only this node's count went down).
     fn node_freed(&self, node_name: &str) {
-        let Some(node) = self.nodes.get(node_name).map(|node| NodeInfo::of(&node)) else {
-            self.parked.lock().take_in_order(node_name, |_| parked::Take::Stop);
-            return;
-        };
+        // A node gone meanwhile fits nothing.
+        let Some(node) = self.nodes.get(node_name).map(|node| NodeInfo::of(&node)) else { return };
         let mut load = self.load(node_name);
         let moved = self.parked.lock().take_in_order(node_name, |key| {
             let Some(pod) = self.pods.get(key).filter(|pod| needs_scheduling(pod)) else {
@@ -205,7 +203,11 @@ impl Scheduler {
 
     /// The pods on `node` and those assumed onto it.
     fn load(&self, node: &str) -> usize {
-        let assumed = self.assumed_per_node();
+        self.load_with(&self.assumed_per_node(), node)
+    }
+
+    /// [`Scheduler::load`] with the assumed pods per node counted once for many nodes.
+    fn load_with(&self, assumed: &HashMap<String, usize>, node: &str) -> usize {
         self.pods.index_len(NODE_INDEX, node).unwrap_or(0) + assumed.get(node).copied().unwrap_or(0)
     }
 
@@ -225,11 +227,11 @@ impl Scheduler {
             } else {
                 self.choose(&pod, &nodes).map_err(Some)
             };
-            match &choice {
+            match choice {
                 Ok(node) => {
                     self.parked.lock().forget(key);
                     self.assumed.lock().insert(key.to_owned(), node.clone());
-                    Ok(node.clone())
+                    Ok(node)
                 }
                 Err(message) => {
                     let fits_now = |node: &str| {
@@ -237,7 +239,7 @@ impl Scheduler {
                             .get(node)
                             .is_some_and(|node| fit(&pod, &NodeInfo::of(&node), self.load(node.name())).is_ok())
                     };
-                    Err((message.clone(), self.parked.lock().failed(key, cycle, fits_now)))
+                    Err((message, self.parked.lock().failed(key, cycle, fits_now)))
                 }
             }
         };
@@ -272,9 +274,8 @@ impl Scheduler {
     /// 80 pods a second), and only when nothing fits are all of them filtered, for the message.
     fn choose(&self, pod: &DynamicObject, nodes: &[NodeInfo]) -> Result<String, String> {
         use std::sync::atomic::Ordering;
-        let pending = self.assumed_per_node();
-        let load =
-            |name: &str| self.pods.index_len(NODE_INDEX, name).unwrap_or(0) + pending.get(name).copied().unwrap_or(0);
+        let assumed = self.assumed_per_node();
+        let load = |name: &str| self.load_with(&assumed, name);
         let look_at = nodes_to_look_at(nodes.len());
         let start = self.next_start.load(Ordering::Relaxed) % nodes.len().max(1);
         self.next_start.store((start + look_at) % nodes.len().max(1), Ordering::Relaxed);
