@@ -19,21 +19,19 @@ pub mod yaml;
 pub use media::{IncludeObject, MediaType, Negotiated, Output, Wire, has_schema, negotiate, negotiate_stream};
 
 use bytes::{Bytes, BytesMut};
-use listwatch_meta::WatchEvent;
+use listwatch_meta::watch_event::JSON_LINE_TAIL;
+use listwatch_meta::{EventType, WatchEvent};
 use listwatch_meta::{Object, Resource, Status};
 use serde_json::Value;
 
 /// Memo slots of `Object::encoded` (one per representation that is not the object's own JSON).
 pub(crate) mod slot {
     pub const PROTOBUF: usize = 0;
+    /// `PartialObjectMetadata` for watches (lists and GETs make theirs per request).
     pub const METADATA_V1: usize = 1;
     pub const METADATA_V1BETA1: usize = 2;
-    /// Table rows: 3 + version (0: v1, 1: v1beta1) * 3 + include (None, Metadata, Object).
-    pub const TABLE_ROW_BASE: usize = 3;
-    /// Whole JSON watch lines `{"type":"ADDED","object":...}\n`: 9 + ADDED, MODIFIED, DELETED.
-    pub const JSON_LINE_BASE: usize = 9;
-    /// Whole protobuf watch frames (length prefix included): 12 + ADDED, MODIFIED, DELETED.
-    pub const PROTOBUF_FRAME_BASE: usize = 12;
+    /// Whole protobuf watch frames (length prefix included): 3 + ADDED, MODIFIED, DELETED.
+    pub const PROTOBUF_FRAME_BASE: usize = 3;
 }
 
 /// Encodes objects and lists for one request.
@@ -61,7 +59,7 @@ impl Encoder {
         match &self.media.output {
             Output::Object => object.json().clone(),
             Output::PartialObjectMetadata { v1beta1 } | Output::PartialObjectMetadataList { v1beta1 } => {
-                metadata_json(object, *v1beta1)
+                metadata_json(object, *v1beta1, false)
             }
             Output::Table { v1beta1, include } => {
                 table::table(self.resource, std::slice::from_ref(&object), *v1beta1, *include, true, None)
@@ -108,7 +106,7 @@ impl Encoder {
                     if i > 0 {
                         pieces.push(Bytes::from_static(b","));
                     }
-                    pieces.push(metadata_json(o, *v1beta1));
+                    pieces.push(metadata_json(o, *v1beta1, false));
                 }
                 pieces.push(Bytes::from_static(b"]}"));
                 EncodedList::Pieces(pieces)
@@ -204,9 +202,10 @@ fn list_meta(resource_version: i64, continue_token: Option<&str>, remaining: Opt
 }
 
 /// `PartialObjectMetadata`: the object's metadata only, as metadata-only informers read it.
-pub(crate) fn metadata_json(object: &Object, v1beta1: bool) -> Bytes {
-    let slot = if v1beta1 { slot::METADATA_V1BETA1 } else { slot::METADATA_V1 };
-    object.encoded(slot, |o| {
+/// `memoize` for a watch event, which every metadata watcher of the resource shares; a list or
+/// a GET makes its own (a memo kept on every listed object would outlive the request).
+pub(crate) fn metadata_json(object: &Object, v1beta1: bool, memoize: bool) -> Bytes {
+    let encode = |o: &Object| {
         let value: Value = serde_json::from_slice(o.json()).expect("an object's JSON parses");
         let version = if v1beta1 { "v1beta1" } else { "v1" };
         let out = serde_json::json!({
@@ -215,7 +214,12 @@ pub(crate) fn metadata_json(object: &Object, v1beta1: bool) -> Bytes {
             "metadata": value.get("metadata").cloned().unwrap_or(Value::Object(Default::default())),
         });
         Bytes::from(serde_json::to_vec(&out).expect("JSON"))
-    })
+    };
+    match (memoize, v1beta1) {
+        (false, _) => encode(object),
+        (true, false) => object.encoded(slot::METADATA_V1, encode),
+        (true, true) => object.encoded(slot::METADATA_V1BETA1, encode),
+    }
 }
 
 /// Wraps objects in watch-event envelopes for one watch.
@@ -246,27 +250,27 @@ impl EventEncoder {
     }
 
     /// Appends the JSON line of `event` (`{"type":..,"object":..}\n`) to `out`. For the plain
-    /// representation the whole line is memoized on the object, so every watcher that gets
-    /// the same event type for the same object version shares one buffer: a delivery is one
-    /// piece and a reference count. Other representations share the object's bytes and build
-    /// only the envelope.
+    /// representation, an object the watch cache built for this very event is its line already
+    /// (one buffer shared by every watcher: a delivery is one piece and a reference count);
+    /// otherwise the line is the envelope around the object's shared bytes, in three pieces.
+    /// Other representations share the object's bytes and build only the envelope.
     pub fn json_event(&mut self, event: &WatchEvent, out: &mut Vec<Bytes>) {
         if self.encoder.media.output == Output::Object {
             let line = match event {
-                WatchEvent::Added(o) => Some((o, 0, &b"{\"type\":\"ADDED\",\"object\":"[..])),
-                WatchEvent::Modified(o) => Some((o, 1, &b"{\"type\":\"MODIFIED\",\"object\":"[..])),
-                WatchEvent::Deleted(o) => Some((o, 2, &b"{\"type\":\"DELETED\",\"object\":"[..])),
+                WatchEvent::Added(o) => Some((o, EventType::Added)),
+                WatchEvent::Modified(o) => Some((o, EventType::Modified)),
+                WatchEvent::Deleted(o) => Some((o, EventType::Deleted)),
                 _ => None,
             };
-            if let Some((object, index, prefix)) = line {
-                out.push(object.encoded(slot::JSON_LINE_BASE + index, |o| {
-                    let json = o.json();
-                    let mut line = BytesMut::with_capacity(prefix.len() + json.len() + 2);
-                    line.extend_from_slice(prefix);
-                    line.extend_from_slice(json);
-                    line.extend_from_slice(b"}\n");
-                    line.freeze()
-                }));
+            if let Some((object, event_type)) = line {
+                match object.json_line(event_type) {
+                    Some(line) => out.push(line.clone()),
+                    None => out.extend([
+                        Bytes::from_static(event_type.json_line_head()),
+                        object.json().clone(),
+                        Bytes::from_static(JSON_LINE_TAIL),
+                    ]),
+                }
                 return;
             }
         }
@@ -292,7 +296,7 @@ impl EventEncoder {
                 table::table(self.encoder.resource, &[object], *v1beta1, *include, with_header, None)
             }
             Output::PartialObjectMetadata { v1beta1 } | Output::PartialObjectMetadataList { v1beta1 } => {
-                metadata_json(object, *v1beta1)
+                metadata_json(object, *v1beta1, true)
             }
             Output::Object => object.json().clone(),
         }

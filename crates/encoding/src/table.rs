@@ -1,9 +1,6 @@
 //! Server-side printing: `meta.k8s.io` Tables, with the columns and cell logic of
 //! kube-apiserver's printers (`pkg/printers/internalversion/printers.go`) for the kinds the
 //! registry describes.
-//!
-//! A row is memoized per (object version, table version, includeObject) in two parts around
-//! the AGE cell, which is computed at encoding time (it depends on the clock).
 
 use std::time::SystemTime;
 
@@ -14,7 +11,7 @@ use listwatch_meta::registry::{Cell, PrinterColumn};
 use listwatch_meta::{Object, Resource};
 use serde_json::{Map, Value, json};
 
-use crate::{IncludeObject, metadata_json, slot};
+use crate::{IncludeObject, metadata_json};
 
 /// A Table of `objects`. `list_meta` is the list's metadata JSON (lists), else the single
 /// object's resourceVersion is used. `with_header` adds the column definitions.
@@ -62,7 +59,11 @@ fn column_definition(c: &PrinterColumn) -> Value {
     json!({"name": c.name, "type": c.type_, "format": c.format, "description": c.description, "priority": c.priority})
 }
 
-/// Appends one row: the memoized parts with the current age between them.
+/// Appends one row. Rows are made for each request, as kube-apiserver makes them: a row
+/// memoized on the object outlived the `kubectl get` that asked for it and held more than the
+/// object's own size for every object ever listed as a table (its `includeObject=Metadata`
+/// part is the whole metadata), for a saving only a repeated `kubectl get` of unchanged
+/// objects would see.
 fn write_row(
     out: &mut BytesMut,
     resource: &Resource,
@@ -71,62 +72,23 @@ fn write_row(
     include: IncludeObject,
     now: SystemTime,
 ) {
-    if let Some(dynamic) = resource.dynamic {
-        // A CRD's columns may hold several dates anywhere in the row, each an age that
-        // depends on the clock: its rows are made afresh, not memoized around one AGE cell.
-        let value: Value = serde_json::from_slice(object.json()).expect("an object's JSON parses");
-        let cells = Value::Array(dynamic.cells(&value, now)).to_string();
-        out.put_slice(format!("{{\"cells\":{cells}{}}}", object_part(object, v1beta1, include)).as_bytes());
-        return;
-    }
-    let include_index = match include {
-        IncludeObject::None => 0,
-        IncludeObject::Metadata => 1,
-        IncludeObject::Object => 2,
-    };
-    let memo_slot = slot::TABLE_ROW_BASE + usize::from(v1beta1) * 3 + include_index;
-    let memo = object.encoded(memo_slot, |o| encode_row_parts(resource, o, v1beta1, include));
-    let split = u32::from_le_bytes(memo[..4].try_into().expect("row memo header")) as usize;
-    let body = &memo[4..];
-    if split == u32::MAX as usize {
-        out.put_slice(body);
-        return;
-    }
-    out.put_slice(&body[..split]);
-    let created = object_value_creation(object);
-    out.put_slice(Value::String(age(created, now)).to_string().as_bytes());
-    out.put_slice(&body[split..]);
-}
-
-/// `[split u32][row before the age cell][row after it]`; split is `u32::MAX` without an AGE column.
-fn encode_row_parts(resource: &Resource, object: &Object, v1beta1: bool, include: IncludeObject) -> Bytes {
     let value: Value = serde_json::from_slice(object.json()).expect("an object's JSON parses");
-    let mut cells: Vec<String> = Vec::new();
-    let mut age_at = None;
-    for (i, column) in resource.printer_columns.iter().enumerate() {
-        if column.cell == Cell::Age {
-            age_at = Some(i);
-            cells.push(String::new());
-        } else {
-            cells.push(cell(column.cell, object, &value).to_string());
+    let cells = match resource.dynamic {
+        // A CRD's columns may hold several dates anywhere in the row.
+        Some(dynamic) => Value::Array(dynamic.cells(&value, now)).to_string(),
+        None => {
+            let cells: Vec<String> = resource
+                .printer_columns
+                .iter()
+                .map(|column| match column.cell {
+                    Cell::Age => Value::String(age(object_value_creation(object), now)).to_string(),
+                    other => cell(other, object, &value).to_string(),
+                })
+                .collect();
+            format!("[{}]", cells.join(","))
         }
-    }
-    let object_part = object_part(object, v1beta1, include);
-    let (before, after) = match age_at {
-        Some(i) => {
-            let before = format!("{{\"cells\":[{}{}", cells[..i].join(","), if i > 0 { "," } else { "" });
-            let after =
-                format!("{}{}]{object_part}}}", if i + 1 < cells.len() { "," } else { "" }, cells[i + 1..].join(","));
-            (before, after)
-        }
-        None => (format!("{{\"cells\":[{}]{object_part}}}", cells.join(",")), String::new()),
     };
-    let mut out = BytesMut::with_capacity(4 + before.len() + after.len());
-    let split = if age_at.is_some() { before.len() as u32 } else { u32::MAX };
-    out.put_slice(&split.to_le_bytes());
-    out.put_slice(before.as_bytes());
-    out.put_slice(after.as_bytes());
-    out.freeze()
+    out.put_slice(format!("{{\"cells\":{cells}{}}}", object_part(object, v1beta1, include)).as_bytes());
 }
 
 /// `,"object":...` of a row, as `includeObject` asks.
@@ -134,7 +96,7 @@ fn object_part(object: &Object, v1beta1: bool, include: IncludeObject) -> String
     match include {
         IncludeObject::None => String::new(),
         IncludeObject::Metadata => {
-            format!(",\"object\":{}", std::str::from_utf8(&metadata_json(object, v1beta1)).expect("JSON is UTF-8"))
+            format!(",\"object\":{}", std::str::from_utf8(&metadata_json(object, v1beta1, false)).expect("JSON is UTF-8"))
         }
         IncludeObject::Object => format!(",\"object\":{}", std::str::from_utf8(object.json()).expect("JSON is UTF-8")),
     }

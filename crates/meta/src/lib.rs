@@ -20,4 +20,4 @@ pub mod write_validation;
 pub use object::Object;
 pub use registry::{Registry, Resource};
 pub use status::{ApiError, GroupResource, Status};
-pub use watch_event::WatchEvent;
+pub use watch_event::{EventType, WatchEvent};

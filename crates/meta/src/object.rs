@@ -10,20 +10,28 @@
 //! known `{"kind":..,"apiVersion":..,` prefix, the list-item form (typed lists omit `kind` and
 //! `apiVersion` in items) is a zero-copy slice of it.
 //!
-//! Each object also carries a small memo of its other encodings (protobuf, table rows,
-//! metadata-only...), filled on first use by the encoding layer and shared by every watcher
-//! and list that needs the same bytes: an event is serialized once per format, not once per
-//! watcher.
+//! Each object also carries a small memo of its other encodings (protobuf, watch lines,
+//! metadata-only), filled on first use by the encoding layer and shared by every watcher and
+//! list that needs the same bytes: an event is serialized once per format, not once per
+//! watcher. The memo is for fan-out, not a second copy of the cache: once a version is
+//! superseded and its event has gone out, [`Object::retire`] drops it (kube-apiserver's
+//! `cachingObject` likewise lives with the event, not with the object).
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use arc_swap::ArcSwapOption;
 
 use bytes::{Bytes, BytesMut};
 use serde_json::{Map, Value};
 
 use crate::registry::Resource;
+use crate::watch_event::{EventType, JSON_LINE_TAIL};
 
 /// Number of encodings an object can memoize (the encoding layer assigns the slots).
-pub const MEMO_SLOTS: usize = 15;
+pub const MEMO_SLOTS: usize = 6;
+
+type Memo = [OnceLock<Bytes>; MEMO_SLOTS];
 
 /// `ObjectMeta`'s field order.
 const METADATA_ORDER: &[&str] = &[
@@ -59,9 +67,16 @@ pub struct Object {
     /// Values of the kind's selectable fields, in the registry's order.
     fields: Vec<String>,
     json: Bytes,
+    /// The JSON watch-event line of the event this version was decoded for, `json` being a
+    /// slice of it (see [`Object::from_storage_for_event`]).
+    json_line: Option<(EventType, Bytes)>,
     /// Length of the leading `{"kind":"..","apiVersion":"..",` of `json`.
     type_prefix_len: usize,
-    memo: OnceLock<Box<[OnceLock<Bytes>; MEMO_SLOTS]>>,
+    /// Encodings made so far; swapped out (not locked) so that [`Object::retire`] can drop
+    /// them while watchers read, and a read costs no write to a shared cache line.
+    memo: ArcSwapOption<Memo>,
+    /// Set by [`Object::retire`]: encodings are then made per call and not kept.
+    retired: AtomicBool,
 }
 
 impl std::fmt::Debug for Object {
@@ -78,15 +93,47 @@ impl Object {
     /// Decodes a stored value and stamps `resource_version` into it (a custom resource is
     /// also pruned and defaulted, as kube reads them: see [`crate::registry::DynamicKind`]).
     pub fn from_storage(resource: &Resource, stored: &[u8], resource_version: i64) -> Result<Object, DecodeError> {
+        Object::decode(resource, stored, resource_version, None)
+    }
+
+    /// [`Object::from_storage`] for the watch cache, which knows the event this version is
+    /// about to go out in: the JSON is written inside that event's JSON watch line
+    /// (`{"type":..,"object":<JSON>}\n`, see [`Object::json_line`]), so the plain JSON
+    /// watchers of that event are sent one shared buffer, and the object holds its wire form
+    /// at the cost of 30 bytes instead of a second copy of itself.
+    pub fn from_storage_for_event(
+        resource: &Resource,
+        stored: &[u8],
+        resource_version: i64,
+        event: EventType,
+    ) -> Result<Object, DecodeError> {
+        Object::decode(resource, stored, resource_version, Some(event))
+    }
+
+    fn decode(
+        resource: &Resource,
+        stored: &[u8],
+        resource_version: i64,
+        event: Option<EventType>,
+    ) -> Result<Object, DecodeError> {
         let mut value: Value = serde_json::from_slice(stored).map_err(|e| DecodeError(e.to_string()))?;
         if let (Some(dynamic), Value::Object(map)) = (resource.dynamic, &mut value) {
             dynamic.on_read(map);
         }
-        Object::from_value(resource, value, resource_version)
+        Object::build(resource, value, resource_version, event)
     }
 
     /// Builds an object from a JSON value (the kind and apiVersion are set from `resource`).
     pub fn from_value(resource: &Resource, value: Value, resource_version: i64) -> Result<Object, DecodeError> {
+        Object::build(resource, value, resource_version, None)
+    }
+
+    fn build(
+        resource: &Resource,
+        value: Value,
+        resource_version: i64,
+        event: Option<EventType>,
+    ) -> Result<Object, DecodeError> {
         let Value::Object(map) = value else {
             return Err(DecodeError("not a JSON object".into()));
         };
@@ -100,7 +147,13 @@ impl Object {
         let labels = metadata.and_then(|m| m.get("labels")).and_then(Value::as_object).cloned();
         let object = Value::Object(canonical);
         let fields = resource.selectable_fields.iter().map(|f| field_value(&object, f)).collect();
-        let json = Bytes::from(serde_json::to_vec(&object).expect("JSON values serialize"));
+        let (json, json_line) = match event {
+            None => (json_bytes(&object), None),
+            Some(event) => {
+                let line = json_line_bytes(event, &object);
+                (line.slice(event.json_line_head().len()..line.len() - JSON_LINE_TAIL.len()), Some((event, line)))
+            }
+        };
         let type_prefix_len = type_prefix(resource).len();
         debug_assert!(json.starts_with(type_prefix(resource).as_bytes()));
         Ok(Object {
@@ -111,8 +164,10 @@ impl Object {
             labels,
             fields,
             json,
+            json_line,
             type_prefix_len,
-            memo: OnceLock::new(),
+            memo: ArcSwapOption::empty(),
+            retired: AtomicBool::new(false),
         })
     }
 
@@ -120,6 +175,23 @@ impl Object {
     /// with the deletion's revision).
     pub fn with_resource_version(&self, resource: &Resource, resource_version: i64) -> Object {
         Object::from_value(resource, self.value(), resource_version).expect("re-stamping a decoded object")
+    }
+
+    /// [`Object::with_resource_version`], written inside the JSON watch line of `event` (as
+    /// [`Object::from_storage_for_event`]).
+    pub fn with_resource_version_for_event(
+        &self,
+        resource: &Resource,
+        resource_version: i64,
+        event: EventType,
+    ) -> Object {
+        Object::build(resource, self.value(), resource_version, Some(event)).expect("re-stamping a decoded object")
+    }
+
+    /// The whole JSON watch line `{"type":..,"object":<JSON>}\n` for an `event` of this
+    /// version, when the object was built inside that line; `None` for another event type.
+    pub fn json_line(&self, event: EventType) -> Option<&Bytes> {
+        self.json_line.as_ref().filter(|(built_for, _)| *built_for == event).map(|(_, line)| line)
     }
 
     /// `metadata.namespace`; empty for cluster-scoped objects.
@@ -173,10 +245,34 @@ impl Object {
     }
 
     /// The encoding in memo `slot`, computing it with `encode` the first time. Concurrent
-    /// callers wait for the first one instead of encoding again.
+    /// callers wait for the first one instead of encoding again. A retired object encodes
+    /// afresh for each call and keeps nothing.
     pub fn encoded(&self, slot: usize, encode: impl FnOnce(&Object) -> Bytes) -> Bytes {
-        let memo = self.memo.get_or_init(Default::default);
-        memo[slot].get_or_init(|| encode(self)).clone()
+        if let Some(memo) = self.memo.load().as_deref() {
+            return memo[slot].get_or_init(|| encode(self)).clone();
+        }
+        if self.retired.load(Ordering::Acquire) {
+            return encode(self);
+        }
+        let fresh = Arc::new(Memo::default());
+        let before = self.memo.compare_and_swap(&None::<Arc<Memo>>, Some(fresh.clone()));
+        let memo = before.as_ref().map_or(fresh, Arc::clone);
+        let bytes = memo[slot].get_or_init(|| encode(self)).clone();
+        if self.retired.load(Ordering::Acquire) {
+            // Retired while this call installed a memo: drop it again.
+            self.memo.store(None);
+        }
+        bytes
+    }
+
+    /// Marks this version as no longer anyone's current state (the cache has a newer one, or
+    /// the object is gone) and drops its memoized encodings: those served the fan-out of its
+    /// own event, which is over by now, and a watcher that still replays it encodes its own
+    /// copy. Without this every version in the watch cache's window would hold its wire forms
+    /// besides itself, several times the object's size.
+    pub fn retire(&self) {
+        self.retired.store(true, Ordering::Release);
+        self.memo.store(None);
     }
 
     /// Approximate bytes this object holds (for metrics and cache accounting).
@@ -236,7 +332,25 @@ pub fn to_storage_bytes(resource: &Resource, value: Value) -> Bytes {
     if !resource.storage_version.is_empty() && !resource.converted_by_webhook {
         canonical.insert("apiVersion".into(), Value::String(resource.storage_api_version()));
     }
-    Bytes::from(serde_json::to_vec(&Value::Object(canonical)).expect("JSON values serialize"))
+    json_bytes(&Value::Object(canonical))
+}
+
+/// The JSON watch line of `event` for `value`, in an allocation of its size.
+fn json_line_bytes(event: EventType, value: &Value) -> Bytes {
+    let head = event.json_line_head();
+    let mut line = Vec::with_capacity(head.len() + 1024);
+    line.extend_from_slice(head);
+    serde_json::to_writer(&mut line, value).expect("JSON values serialize");
+    line.extend_from_slice(JSON_LINE_TAIL);
+    Bytes::from(line.into_boxed_slice())
+}
+
+/// `value` as JSON bytes in an allocation of their size. serde_json's buffer doubles as it
+/// grows and `Bytes` keeps the whole allocation, so without the trim a stored object held on
+/// average a third more than its length, for as long as storage or a cache kept it.
+fn json_bytes(value: &Value) -> Bytes {
+    let json = serde_json::to_vec(value).expect("JSON values serialize");
+    Bytes::from(json.into_boxed_slice())
 }
 
 /// A field's value as kube's field-selector conversion renders it: strings as they are,
@@ -321,5 +435,43 @@ mod tests {
             });
         }
         assert_eq!(calls, 1);
+    }
+
+    #[test]
+    fn an_object_built_for_an_event_is_its_json_line() {
+        let cms = Registry.find("", "v1", "configmaps").unwrap();
+        let stored = to_storage_bytes(cms, json!({"metadata": {"name": "c"}, "data": {"k": "v"}}));
+        let plain = Object::from_storage(cms, &stored, 7).unwrap();
+        let framed = Object::from_storage_for_event(cms, &stored, 7, EventType::Modified).unwrap();
+        assert_eq!(framed.json(), plain.json());
+        let line = framed.json_line(EventType::Modified).expect("built for MODIFIED");
+        assert_eq!(*line, [&b"{\"type\":\"MODIFIED\",\"object\":"[..], plain.json(), b"}\n"].concat());
+        assert!(framed.json_line(EventType::Added).is_none());
+        assert!(plain.json_line(EventType::Modified).is_none());
+        let [_, item] = framed.list_item_json();
+        assert_eq!(item, plain.list_item_json()[1]);
+        let deleted = framed.with_resource_version_for_event(cms, 8, EventType::Deleted);
+        let line: serde_json::Value = serde_json::from_slice(deleted.json_line(EventType::Deleted).unwrap()).unwrap();
+        assert_eq!(line["type"], "DELETED");
+        assert_eq!(line["object"]["metadata"]["resourceVersion"], "8");
+    }
+
+    #[test]
+    fn a_retired_object_keeps_no_encoding() {
+        let cms = Registry.find("", "v1", "configmaps").unwrap();
+        let obj = Object::from_value(cms, json!({"metadata": {"name": "c"}}), 1).unwrap();
+        let mut calls = 0;
+        let mut encode = |_: &Object| {
+            calls += 1;
+            Bytes::from_static(b"x")
+        };
+        obj.encoded(2, &mut encode);
+        obj.encoded(2, &mut encode);
+        obj.retire();
+        assert!(obj.memo.load().is_none(), "retiring drops what was memoized");
+        obj.encoded(2, &mut encode);
+        obj.encoded(2, &mut encode);
+        assert!(obj.memo.load().is_none(), "nor is anything memoized after");
+        assert_eq!(calls, 3, "once before retiring, then once per call");
     }
 }

@@ -37,3 +37,28 @@ impl WatchEvent {
         }
     }
 }
+
+/// The type of a watch event that carries an object (metav1.WatchEvent's `type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    /// `ADDED`.
+    Added,
+    /// `MODIFIED`.
+    Modified,
+    /// `DELETED`.
+    Deleted,
+}
+
+impl EventType {
+    /// What a JSON watch line holds before the object: `{"type":"ADDED","object":`.
+    pub fn json_line_head(self) -> &'static [u8] {
+        match self {
+            EventType::Added => b"{\"type\":\"ADDED\",\"object\":",
+            EventType::Modified => b"{\"type\":\"MODIFIED\",\"object\":",
+            EventType::Deleted => b"{\"type\":\"DELETED\",\"object\":",
+        }
+    }
+}
+
+/// What a JSON watch line holds after the object.
+pub const JSON_LINE_TAIL: &[u8] = b"}\n";

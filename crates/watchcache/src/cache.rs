@@ -65,6 +65,9 @@ pub struct WatchCacheConfig {
     pub max_events: usize,
     /// Capacity of each watcher's queue (kube: about one second of history, 10 to 100).
     pub watcher_queue: usize,
+    /// How long a superseded object version keeps the encodings memoized for its event's
+    /// fan-out (see [`Object::retire`]).
+    pub retire_encodings_after: Duration,
     /// A watcher that asked for bookmarks gets one this often (kube: 1 minute).
     pub bookmark_interval: Duration,
     /// Replaces `bookmark_interval` while set (milliseconds; 0 = not set): one switch shared by
@@ -105,6 +108,7 @@ impl Default for WatchCacheConfig {
             min_events: 100,
             max_events: 100 * 1024,
             watcher_queue: 100,
+            retire_encodings_after: Duration::from_secs(2),
             bookmark_interval: Duration::from_secs(60),
             bookmark_interval_override: Default::default(),
             bookmark_tick: Duration::from_secs(1),
@@ -248,6 +252,7 @@ impl WatchCache {
                 resource_version: 0,
                 list_resource_version: 0,
                 evicted_since_list: false,
+                superseded: VecDeque::new(),
             }),
             watchers: Mutex::default(),
             rv_tx: watch::channel(0).0,
@@ -659,6 +664,34 @@ mod tests {
         assert!(tokio::time::timeout(Duration::from_millis(100), watcher.next_batch(&mut more, 10)).await.is_err());
         let revisions: Vec<i64> = seen.iter().filter_map(WatchEvent::resource_version).collect();
         assert_eq!(revisions, [start + 1, start + 2]);
+    }
+
+    /// A version the cache replaced stops holding the wire forms memoized for its event once
+    /// the fan-out had its time; the current version keeps them.
+    #[tokio::test]
+    async fn a_superseded_version_stops_holding_its_encodings() {
+        let resource = listwatch_meta::Registry.find("", "v1", "configmaps").unwrap();
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStore::ephemeral());
+        for (retire_after, encodes_of_first) in [(Duration::ZERO, 2), (Duration::from_secs(3600), 1)] {
+            let config = WatchCacheConfig { retire_encodings_after: retire_after, ..Default::default() };
+            let cache = WatchCache::start(resource, "/registry/configmaps/".into(), storage.clone(), config);
+            assert!(cache.wait_ready(Duration::from_secs(5)).await);
+            let start = cache.resource_version();
+            let first = cache.inner.apply(&[put("a", start + 1)]).remove(0).object.clone();
+            let second = cache.inner.apply(&[put("a", start + 2)]).remove(0).object.clone();
+            let count = |object: &Object| {
+                let mut calls = 0;
+                for _ in 0..2 {
+                    object.encoded(0, |_| {
+                        calls += 1;
+                        Bytes::from_static(b"x")
+                    });
+                }
+                calls
+            };
+            assert_eq!(count(&first), encodes_of_first, "retired after {retire_after:?}");
+            assert_eq!(count(&second), 1, "the current version memoizes");
+        }
     }
 
     /// A bookmark skipped because the watcher's queue was full stays due and goes out on the

@@ -3,22 +3,15 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use listwatch_meta::{Object, Resource, WatchEvent};
+use listwatch_meta::{EventType, Object, Resource, WatchEvent};
 
 /// Which objects a watch or list wants (label and field selectors, compiled by the caller).
 pub type Predicate = Arc<dyn Fn(&Object) -> bool + Send + Sync>;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ChangeKind {
-    Added,
-    Modified,
-    Deleted,
-}
-
 /// A change the cache has applied, shared by every watcher it is dispatched to.
 #[derive(Debug)]
 pub(crate) struct CacheEvent {
-    pub kind: ChangeKind,
+    pub kind: EventType,
     /// The new state; for a deletion, the last state stamped with the deletion's revision.
     pub object: Arc<Object>,
     /// The state before (for updates and deletions), with its own resourceVersion.
@@ -31,7 +24,7 @@ pub(crate) struct CacheEvent {
 }
 
 impl CacheEvent {
-    pub fn new(kind: ChangeKind, object: Arc<Object>, prev: Option<Arc<Object>>) -> CacheEvent {
+    pub fn new(kind: EventType, object: Arc<Object>, prev: Option<Arc<Object>>) -> CacheEvent {
         CacheEvent {
             kind,
             resource_version: object.resource_version(),
@@ -48,19 +41,19 @@ impl CacheEvent {
     pub fn for_watcher(&self, resource: &Resource, matches: Option<&Predicate>) -> Option<WatchEvent> {
         let Some(matches) = matches else {
             return Some(match self.kind {
-                ChangeKind::Added => WatchEvent::Added(self.object.clone()),
-                ChangeKind::Modified => WatchEvent::Modified(self.object.clone()),
-                ChangeKind::Deleted => WatchEvent::Deleted(self.object.clone()),
+                EventType::Added => WatchEvent::Added(self.object.clone()),
+                EventType::Modified => WatchEvent::Modified(self.object.clone()),
+                EventType::Deleted => WatchEvent::Deleted(self.object.clone()),
             });
         };
         match self.kind {
-            ChangeKind::Added => matches(&self.object).then(|| WatchEvent::Added(self.object.clone())),
+            EventType::Added => matches(&self.object).then(|| WatchEvent::Added(self.object.clone())),
             // The deleted object is the last state: it decides.
-            ChangeKind::Deleted => {
+            EventType::Deleted => {
                 let last = self.prev.as_ref().unwrap_or(&self.object);
                 matches(last).then(|| WatchEvent::Deleted(self.object.clone()))
             }
-            ChangeKind::Modified => {
+            EventType::Modified => {
                 let now = matches(&self.object);
                 let before = self.prev.as_ref().is_some_and(|p| matches(p));
                 match (before, now) {
@@ -70,7 +63,9 @@ impl CacheEvent {
                         let prev = self.prev.as_ref().expect("matched before");
                         let stamped = self
                             .prev_at_this_revision
-                            .get_or_init(|| Arc::new(prev.with_resource_version(resource, self.resource_version)));
+                            .get_or_init(|| {
+                                Arc::new(prev.with_resource_version_for_event(resource, self.resource_version, EventType::Deleted))
+                            });
                         Some(WatchEvent::Deleted(stamped.clone()))
                     }
                     (false, false) => None,

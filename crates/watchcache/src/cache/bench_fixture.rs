@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
-use listwatch_meta::{Object, Registry, Resource};
+use listwatch_meta::{EventType, Object, Registry, Resource};
 use listwatch_storage::Storage;
 use listwatch_storage::memory::MemoryStore;
 
 use super::{WatchCache, WatchCacheConfig};
-use crate::event::{CacheEvent, ChangeKind};
+use crate::event::CacheEvent;
 use crate::watcher::{CacheWatcher, WatchStart, WatcherOptions};
 
 /// A started cache of configmaps, `namespaces × per_namespace` watchers, one ready event per
@@ -62,7 +62,7 @@ impl DispatchFixture {
         let events = (0..namespaces)
             .map(|ns| {
                 let object = configmap(resource, &format!("ns-{ns}"), "cm", start + 1);
-                Arc::new(CacheEvent::new(ChangeKind::Modified, object.clone(), Some(object)))
+                Arc::new(CacheEvent::new(EventType::Modified, object.clone(), Some(object)))
             })
             .collect();
         DispatchFixture { cache, watchers, events }

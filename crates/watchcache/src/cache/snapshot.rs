@@ -17,11 +17,11 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use listwatch_meta::Object;
+use listwatch_meta::{EventType, Object};
 
 use super::Inner;
 use super::window::State;
-use crate::event::{ChangeKind, Predicate};
+use crate::event::Predicate;
 
 /// What one page asks for.
 pub struct PageRequest<'a> {
@@ -97,8 +97,8 @@ impl Inner {
                 continue;
             }
             undone.entry(Bytes::from(key)).or_insert_with(|| match event.kind {
-                ChangeKind::Added => None,
-                ChangeKind::Modified | ChangeKind::Deleted => event.prev.clone(),
+                EventType::Added => None,
+                EventType::Modified | EventType::Deleted => event.prev.clone(),
             });
         }
         undone

@@ -17,11 +17,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use bytes::Bytes;
-use listwatch_meta::Object;
+use listwatch_meta::{EventType, Object};
 use listwatch_storage::{EventKind, KeyRange, RangeRequest, Revision, StorageError, prefix_end};
 
 use super::{CacheError, Inner};
-use crate::event::{CacheEvent, ChangeKind};
+use crate::event::CacheEvent;
 
 pub(super) struct State {
     /// Storage key → current object.
@@ -30,6 +30,11 @@ pub(super) struct State {
     pub(super) resource_version: i64,
     pub(super) list_resource_version: i64,
     pub(super) evicted_since_list: bool,
+    /// Versions no longer current (a newer one came, or the key was deleted), with when: each
+    /// is retired ([`Object::retire`]) once its own event has had the config's
+    /// `retire_encodings_after` to go out, so the window keeps objects, not their wire forms
+    /// too.
+    pub(super) superseded: VecDeque<(Instant, Arc<Object>)>,
 }
 
 impl Inner {
@@ -114,7 +119,8 @@ impl Inner {
                 .await?;
             revision = page.revision;
             for kv in &page.kvs {
-                match Object::from_storage(self.resource, &kv.value, kv.mod_revision) {
+                // A relisted object goes out as ADDED, in the initial events of new watches.
+                match Object::from_storage_for_event(self.resource, &kv.value, kv.mod_revision, EventType::Added) {
                     Ok(o) => {
                         objects.insert(kv.key.clone(), Arc::new(o));
                     }
@@ -133,6 +139,7 @@ impl Inner {
         let mut state = self.state.write();
         state.objects = objects;
         state.window.clear();
+        state.superseded.clear();
         state.resource_version = revision;
         state.list_resource_version = revision;
         state.evicted_since_list = false;
@@ -150,29 +157,39 @@ impl Inner {
     /// Applies a batch of storage events; returns the cache events to dispatch, in order.
     pub(super) fn apply(&self, events: &[Arc<listwatch_storage::Event>]) -> Vec<Arc<CacheEvent>> {
         let mut out = Vec::with_capacity(events.len());
+        let now = Instant::now();
         let mut state = self.state.write();
         for event in events {
             let key = &event.kv.key;
             let prev = state.objects.get(key).cloned();
             let change = match event.kind {
-                EventKind::Put => match Object::from_storage(self.resource, &event.kv.value, event.kv.mod_revision) {
-                    Ok(object) => {
-                        let object = Arc::new(object);
-                        state.objects.insert(key.clone(), object.clone());
-                        let kind = if prev.is_some() { ChangeKind::Modified } else { ChangeKind::Added };
-                        Some(CacheEvent::new(kind, object, prev))
+                EventKind::Put => {
+                    let kind = if prev.is_some() { EventType::Modified } else { EventType::Added };
+                    let stored = &event.kv.value;
+                    match Object::from_storage_for_event(self.resource, stored, event.kv.mod_revision, kind) {
+                        Ok(object) => {
+                            let object = Arc::new(object);
+                            state.objects.insert(key.clone(), object.clone());
+                            if let Some(prev) = &prev {
+                                state.superseded.push_back((now, prev.clone()));
+                            }
+                            Some(CacheEvent::new(kind, object, prev))
+                        }
+                        Err(e) => {
+                            self.undecodable(key, &e);
+                            None
+                        }
                     }
-                    Err(e) => {
-                        self.undecodable(key, &e);
-                        None
-                    }
-                },
+                }
                 // A deletion of something the cache never held (it could not be decoded) is
                 // invisible to clients.
                 EventKind::Delete => prev.map(|prev| {
                     state.objects.remove(key);
-                    let last = Arc::new(prev.with_resource_version(self.resource, event.kv.mod_revision));
-                    CacheEvent::new(ChangeKind::Deleted, last, Some(prev))
+                    let revision = event.kv.mod_revision;
+                    let last = Arc::new(prev.with_resource_version_for_event(self.resource, revision, EventType::Deleted));
+                    state.superseded.push_back((now, prev.clone()));
+                    state.superseded.push_back((now, last.clone()));
+                    CacheEvent::new(EventType::Deleted, last, Some(prev))
                 }),
             };
             state.resource_version = event.kv.mod_revision;
@@ -182,15 +199,15 @@ impl Inner {
                 out.push(change);
             }
         }
-        self.evict(&mut state);
+        self.evict(&mut state, now);
+        self.retire_superseded(&mut state, now);
         let rv = state.resource_version;
         drop(state);
         self.rv_tx.send_replace(rv);
         out
     }
 
-    fn evict(&self, state: &mut State) {
-        let now = Instant::now();
+    fn evict(&self, state: &mut State, now: Instant) {
         while let Some(oldest) = state.window.front() {
             let too_many = state.window.len() > self.config.max_events;
             let too_old = state.window.len() > self.config.min_events && now - oldest.recorded_at > self.config.window;
@@ -202,8 +219,21 @@ impl Inner {
         }
     }
 
+    fn retire_superseded(&self, state: &mut State, now: Instant) {
+        while let Some((at, _)) = state.superseded.front() {
+            if now.duration_since(*at) < self.config.retire_encodings_after {
+                break;
+            }
+            let (_, object) = state.superseded.pop_front().expect("front exists");
+            object.retire();
+        }
+    }
+
     pub(super) fn advance_to(&self, revision: Revision) {
         let mut state = self.state.write();
+        // Progress comes every few seconds on an idle cache: the last writes' versions are
+        // retired here when no later write comes to do it.
+        self.retire_superseded(&mut state, Instant::now());
         if revision > state.resource_version {
             state.resource_version = revision;
             drop(state);
