@@ -96,7 +96,10 @@ fn object_part(object: &Object, v1beta1: bool, include: IncludeObject) -> String
     match include {
         IncludeObject::None => String::new(),
         IncludeObject::Metadata => {
-            format!(",\"object\":{}", std::str::from_utf8(&metadata_json(object, v1beta1, false)).expect("JSON is UTF-8"))
+            format!(
+                ",\"object\":{}",
+                std::str::from_utf8(&metadata_json(object, v1beta1, false)).expect("JSON is UTF-8")
+            )
         }
         IncludeObject::Object => format!(",\"object\":{}", std::str::from_utf8(object.json()).expect("JSON is UTF-8")),
     }

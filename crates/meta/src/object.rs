@@ -10,7 +10,9 @@
 //! known `{"kind":..,"apiVersion":..,` prefix, the list-item form (typed lists omit `kind` and
 //! `apiVersion` in items) is a zero-copy slice of it.
 //!
-//! Each object also carries a small memo of its other encodings (protobuf, watch lines,
+//! An object the watch cache decodes for an event is written inside that event's JSON watch
+//! line, so the line every plain JSON watcher is sent is the object's own buffer. Each object
+//! also carries a small memo of its other encodings (protobuf, protobuf watch frames,
 //! metadata-only), filled on first use by the encoding layer and shared by every watcher and
 //! list that needs the same bytes: an event is serialized once per format, not once per
 //! watcher. The memo is for fan-out, not a second copy of the cache: once a version is
@@ -171,14 +173,9 @@ impl Object {
         })
     }
 
-    /// The same object with another resourceVersion (a DELETED event carries the last state
-    /// with the deletion's revision).
-    pub fn with_resource_version(&self, resource: &Resource, resource_version: i64) -> Object {
-        Object::from_value(resource, self.value(), resource_version).expect("re-stamping a decoded object")
-    }
-
-    /// [`Object::with_resource_version`], written inside the JSON watch line of `event` (as
-    /// [`Object::from_storage_for_event`]).
+    /// The same object with another resourceVersion, written inside the JSON watch line of
+    /// `event` (as [`Object::from_storage_for_event`]): a DELETED event carries the last state
+    /// with the deletion's revision.
     pub fn with_resource_version_for_event(
         &self,
         resource: &Resource,
@@ -419,7 +416,7 @@ mod tests {
         );
         let obj = Object::from_storage(cms, &stored, 10).unwrap();
         assert_eq!(obj.resource_version(), 10);
-        let deleted = obj.with_resource_version(cms, 11);
+        let deleted = obj.with_resource_version_for_event(cms, 11, EventType::Deleted);
         assert!(std::str::from_utf8(deleted.json()).unwrap().contains(r#""resourceVersion":"11""#));
     }
 

@@ -61,11 +61,13 @@ impl CacheEvent {
                     (false, true) => Some(WatchEvent::Added(self.object.clone())),
                     (true, false) => {
                         let prev = self.prev.as_ref().expect("matched before");
-                        let stamped = self
-                            .prev_at_this_revision
-                            .get_or_init(|| {
-                                Arc::new(prev.with_resource_version_for_event(resource, self.resource_version, EventType::Deleted))
-                            });
+                        let stamped = self.prev_at_this_revision.get_or_init(|| {
+                            Arc::new(prev.with_resource_version_for_event(
+                                resource,
+                                self.resource_version,
+                                EventType::Deleted,
+                            ))
+                        });
                         Some(WatchEvent::Deleted(stamped.clone()))
                     }
                     (false, false) => None,

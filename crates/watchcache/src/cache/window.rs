@@ -186,7 +186,8 @@ impl Inner {
                 EventKind::Delete => prev.map(|prev| {
                     state.objects.remove(key);
                     let revision = event.kv.mod_revision;
-                    let last = Arc::new(prev.with_resource_version_for_event(self.resource, revision, EventType::Deleted));
+                    let last =
+                        Arc::new(prev.with_resource_version_for_event(self.resource, revision, EventType::Deleted));
                     state.superseded.push_back((now, prev.clone()));
                     state.superseded.push_back((now, last.clone()));
                     CacheEvent::new(EventType::Deleted, last, Some(prev))
