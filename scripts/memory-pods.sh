@@ -3,11 +3,12 @@
 # created, and once every pod is ready (the Deployments' readyReplicas, read with kubectl) and
 # SETTLE seconds (default 30) have passed, the server's RSS against its idle RSS, per pod.
 #
-# PROFILE=DIR also takes a heap profile at that moment: the server runs on Debian's jemalloc
-# with profiling on (libjemalloc2, libjemalloc-dev for jeprof, and gdb to ask for the dump;
-# none of them is needed otherwise), and the live heap is printed by the deepest listwatch
-# function on each allocation's stack (what holds the memory: the watch cache's objects,
-# storage's values, the controllers' informer caches...). Sampled every 128 KiB on average.
+# PROFILE=DIR also takes a heap profile at that moment: the binary's jemalloc runs with its
+# profiling on (`_RJEM_MALLOC_CONF`; gdb asks for the dump, Debian's libjemalloc-dev brings
+# jeprof to read it; neither is needed otherwise), and the live heap is printed by the deepest
+# listwatch function on each allocation's stack (what holds the memory: the watch cache's
+# objects, storage's values, the controllers' informer caches...). Sampled every 128 KiB on
+# average.
 #
 # Usage: scripts/memory-pods.sh D R N, e.g. `scripts/memory-pods.sh 200 100 200` (20,000 pods),
 # with LISTWATCH_BIN or target/release/listwatch; EXTRA="--compaction-interval 30s" adds
@@ -20,8 +21,7 @@ trap 'rm -rf "$DIR"' EXIT
 serve=("$B" serve --ephemeral --addr 127.0.0.1:0 --kubeconfig "$DIR/kc" --ready-file "$DIR/ready" --nodes "$N")
 if [ -n "${PROFILE:-}" ]; then
   mkdir -p "$PROFILE"
-  (cd "$PROFILE" && LD_PRELOAD=libjemalloc.so.2 MALLOC_CONF=prof:true,lg_prof_sample:17 \
-    exec "${serve[@]}" ${EXTRA:-} > "$DIR/log" 2>&1) &
+  (cd "$PROFILE" && _RJEM_MALLOC_CONF=prof:true,lg_prof_sample:17 exec "${serve[@]}" ${EXTRA:-} > "$DIR/log" 2>&1) &
 else
   "${serve[@]}" ${EXTRA:-} > "$DIR/log" 2>&1 &
 fi
@@ -53,7 +53,7 @@ cpu=$(awk '{printf "%.1f", ($14 + $15) / '"$(getconf CLK_TCK)"'}' /proc/$PID/sta
 echo "RSS idle $((idle / 1024)) MiB, now $((now / 1024)) MiB (peak $(($(rss VmHWM) / 1024)) MiB):" \
   "$(((now - idle) / pods)) KiB per pod; server CPU $cpu s"
 if [ -n "${PROFILE:-}" ]; then
-  gdb -p "$PID" -batch -ex 'call (int)mallctl("prof.dump", 0, 0, 0, 0)' > /dev/null 2>&1
+  gdb -p "$PID" -batch -ex 'call (int)_rjem_mallctl("prof.dump", 0, 0, 0, 0)' > /dev/null 2>&1
   heap=$(ls -t "$PROFILE"/jeprof.$PID.*.heap | head -1)
   jeprof --collapsed "$B" "$heap" 2> /dev/null | python3 -c '
 import collections, re, sys
