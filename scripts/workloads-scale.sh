@@ -44,14 +44,7 @@ wait_converged() {
   echo "$2: $(( $(date +%s%N) / 1000000 - started )) ms; $(usage)"
 }
 started=$(( $(date +%s%N) / 1000000 ))
-python3 -c '
-import json, sys
-n, r = int(sys.argv[1]), int(sys.argv[2])
-items = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"d{i}"}, "spec": {
-    "replicas": r, "selector": {"matchLabels": {"app": f"d{i}"}},
-    "template": {"metadata": {"labels": {"app": f"d{i}"}},
-                 "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}} for i in range(n)]
-print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))' "$deployments" "$replicas" | k create --validate=false -f - >/dev/null
+create_deployments "$deployments" "$replicas"
 wait_converged "$started" "$deployments deployments x $replicas pods Running"
 started=$(( $(date +%s%N) / 1000000 ))
 k set image deployments --all c=nginx:2 >/dev/null
