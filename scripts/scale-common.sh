@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# What the scale benchmarks (kwok-benchmark.sh, workloads-scale.sh, memory-pods.sh) share: the release binary,
-# a scratch directory, taking their server down however they end, kubectl against it, and the
-# server's CPU seconds and peak RSS. Sourced; the caller starts the server and sets `server`.
+# What the scale benchmarks (kwok-benchmark.sh, workloads-scale.sh, memory-pods.sh) share: the
+# release binary, a scratch directory, taking their server down however they end, kubectl
+# against it, the server's CPU seconds and peak RSS, and creating Deployments. Sourced; the
+# caller starts the server and sets `server`.
 bin=${LISTWATCH_BIN:-${CARGO_TARGET_DIR:-target}/release/listwatch}
 dir=$(mktemp -d)
 server=

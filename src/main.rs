@@ -21,7 +21,7 @@ use clap::{Parser, Subcommand};
 
 /// jemalloc, not glibc's malloc: the server allocates and frees a JSON tree or buffer per
 /// request and per event from every thread, and glibc's malloc was a third of its CPU in the
-/// workloads' profiles. With jemalloc, 20,000 pods on 200 nodes took 23 % less server CPU at
+/// workloads' profiles. With jemalloc, 20,000 pods on 200 nodes took 29 % less server CPU at
 /// the same memory (docs/performance.md, "The allocator"). The library crates leave the
 /// choice to their binary, as libraries should.
 #[global_allocator]

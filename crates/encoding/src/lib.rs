@@ -19,8 +19,8 @@ pub mod yaml;
 pub use media::{IncludeObject, MediaType, Negotiated, Output, Wire, has_schema, negotiate, negotiate_stream};
 
 use bytes::{Bytes, BytesMut};
+use listwatch_meta::WatchEvent;
 use listwatch_meta::watch_event::JSON_LINE_TAIL;
-use listwatch_meta::{EventType, WatchEvent};
 use listwatch_meta::{Object, Resource, Status};
 use serde_json::Value;
 
@@ -30,7 +30,8 @@ pub(crate) mod slot {
     /// `PartialObjectMetadata` for watches (lists and GETs make theirs per request).
     pub const METADATA_V1: usize = 1;
     pub const METADATA_V1BETA1: usize = 2;
-    /// Whole protobuf watch frames (length prefix included): 3 + ADDED, MODIFIED, DELETED.
+    /// Whole protobuf watch frames (length prefix included): 3 + the `EventType` (ADDED,
+    /// MODIFIED, DELETED).
     pub const PROTOBUF_FRAME_BASE: usize = 3;
 }
 
@@ -215,11 +216,10 @@ pub(crate) fn metadata_json(object: &Object, v1beta1: bool, memoize: bool) -> By
         });
         Bytes::from(serde_json::to_vec(&out).expect("JSON"))
     };
-    match (memoize, v1beta1) {
-        (false, _) => encode(object),
-        (true, false) => object.encoded(slot::METADATA_V1, encode),
-        (true, true) => object.encoded(slot::METADATA_V1BETA1, encode),
+    if !memoize {
+        return encode(object);
     }
+    object.encoded(if v1beta1 { slot::METADATA_V1BETA1 } else { slot::METADATA_V1 }, encode)
 }
 
 /// Wraps objects in watch-event envelopes for one watch.
@@ -256,13 +256,7 @@ impl EventEncoder {
     /// Other representations share the object's bytes and build only the envelope.
     pub fn json_event(&mut self, event: &WatchEvent, out: &mut Vec<Bytes>) {
         if self.encoder.media.output == Output::Object {
-            let line = match event {
-                WatchEvent::Added(o) => Some((o, EventType::Added)),
-                WatchEvent::Modified(o) => Some((o, EventType::Modified)),
-                WatchEvent::Deleted(o) => Some((o, EventType::Deleted)),
-                _ => None,
-            };
-            if let Some((object, event_type)) = line {
+            if let Some((object, event_type)) = event.object_event() {
                 match object.json_line(event_type) {
                     Some(line) => out.push(line.clone()),
                     None => out.extend([

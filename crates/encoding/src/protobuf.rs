@@ -80,29 +80,23 @@ pub(crate) fn bookmark(resource: &Resource, resource_version: i64, initial_event
 /// Appends one watch frame: `[len][WatchEvent{type, object: {raw}}]`. Frames of object
 /// events are memoized per object version and type, so a delivery is one shared buffer.
 pub(crate) fn watch_event(resource: &Resource, event: &WatchEvent, out: &mut Vec<Bytes>) {
-    let memoized = match event {
-        WatchEvent::Added(o) => Some((o, 0, "ADDED")),
-        WatchEvent::Modified(o) => Some((o, 1, "MODIFIED")),
-        WatchEvent::Deleted(o) => Some((o, 2, "DELETED")),
-        _ => None,
-    };
-    if let Some((o, index, event_type)) = memoized {
-        out.push(o.encoded(slot::PROTOBUF_FRAME_BASE + index, |o| {
+    if let Some((o, event_type)) = event.object_event() {
+        out.push(o.encoded(slot::PROTOBUF_FRAME_BASE + event_type as usize, |o| {
             let object = object(resource, o);
-            let mut frame = listwatch_proto::watch_event_prefix(event_type, object.len());
+            let mut frame = listwatch_proto::watch_event_prefix(event_type.name(), object.len());
             frame.extend_from_slice(&object);
             Bytes::from(frame)
         }));
         return;
     }
     let (event_type, object) = match event {
-        WatchEvent::Added(o) => ("ADDED", object(resource, o)),
-        WatchEvent::Modified(o) => ("MODIFIED", object(resource, o)),
-        WatchEvent::Deleted(o) => ("DELETED", object(resource, o)),
         WatchEvent::Bookmark { resource_version, initial_events_end } => {
             ("BOOKMARK", bookmark(resource, *resource_version, *initial_events_end))
         }
         WatchEvent::Error(e) => ("ERROR", status(e.status())),
+        WatchEvent::Added(_) | WatchEvent::Modified(_) | WatchEvent::Deleted(_) => {
+            unreachable!("object events are framed above")
+        }
     };
     out.push(Bytes::from(listwatch_proto::watch_event_prefix(event_type, object.len())));
     out.push(object);

@@ -28,6 +28,26 @@ pub enum WatchEvent {
 }
 
 impl WatchEvent {
+    /// The event of `event_type` carrying `object`.
+    pub fn of(event_type: EventType, object: Arc<Object>) -> WatchEvent {
+        match event_type {
+            EventType::Added => WatchEvent::Added(object),
+            EventType::Modified => WatchEvent::Modified(object),
+            EventType::Deleted => WatchEvent::Deleted(object),
+        }
+    }
+
+    /// The object and the type of an ADDED, MODIFIED or DELETED event; `None` for a bookmark
+    /// or an error.
+    pub fn object_event(&self) -> Option<(&Arc<Object>, EventType)> {
+        match self {
+            WatchEvent::Added(o) => Some((o, EventType::Added)),
+            WatchEvent::Modified(o) => Some((o, EventType::Modified)),
+            WatchEvent::Deleted(o) => Some((o, EventType::Deleted)),
+            WatchEvent::Bookmark { .. } | WatchEvent::Error(_) => None,
+        }
+    }
+
     /// The resourceVersion a client resumes from after this event.
     pub fn resource_version(&self) -> Option<i64> {
         match self {
@@ -38,18 +58,28 @@ impl WatchEvent {
     }
 }
 
-/// The type of a watch event that carries an object (metav1.WatchEvent's `type`).
+/// The type of a watch event that carries an object (metav1.WatchEvent's `type`). `as usize`
+/// numbers them 0, 1, 2, for tables indexed by type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventType {
     /// `ADDED`.
-    Added,
+    Added = 0,
     /// `MODIFIED`.
-    Modified,
+    Modified = 1,
     /// `DELETED`.
-    Deleted,
+    Deleted = 2,
 }
 
 impl EventType {
+    /// The type as the wire names it: `ADDED`, `MODIFIED`, `DELETED`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+
     /// What a JSON watch line holds before the object: `{"type":"ADDED","object":`.
     pub fn json_line_head(self) -> &'static [u8] {
         match self {

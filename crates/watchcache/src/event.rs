@@ -40,11 +40,7 @@ impl CacheEvent {
     /// previous state at this revision), neither are dropped.
     pub fn for_watcher(&self, resource: &Resource, matches: Option<&Predicate>) -> Option<WatchEvent> {
         let Some(matches) = matches else {
-            return Some(match self.kind {
-                EventType::Added => WatchEvent::Added(self.object.clone()),
-                EventType::Modified => WatchEvent::Modified(self.object.clone()),
-                EventType::Deleted => WatchEvent::Deleted(self.object.clone()),
-            });
+            return Some(WatchEvent::of(self.kind, self.object.clone()));
         };
         match self.kind {
             EventType::Added => matches(&self.object).then(|| WatchEvent::Added(self.object.clone())),
